@@ -1,0 +1,23 @@
+"""TextVQA: EvalAI soft accuracy x 100.
+
+Reads: ``answers`` (list of the ten reference strings; top level or meta). An empty reply scores
+0 and counts as unparsed.
+"""
+
+from __future__ import annotations
+
+from .common import field, pct, prediction_text, require_records
+from .vqa_norm import vqa_soft_accuracy
+
+
+def score_textvqa(records: list[dict]) -> dict:
+    require_records("textvqa", records)
+    total = 0.0
+    unparsed = 0
+    for record in records:
+        pred = prediction_text(record)
+        if not pred:
+            unparsed += 1
+            continue
+        total += vqa_soft_accuracy(pred, [str(a) for a in field(record, "answers")])
+    return {"score": pct(total, len(records)), "n": len(records), "n_unparsed": unparsed}

@@ -1,0 +1,118 @@
+"""Load and validate a pipeline profile (config/*.yaml) against the package's JSON schema.
+
+Errors name the file, the dotted key and what is allowed, so a typo stops the run at start.
+"""
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+
+class ConfigError(ValueError):
+    """A profile does not match the schema (or a cross-field rule)."""
+
+
+def schema() -> dict[str, Any]:
+    text = resources.files("ltopd").joinpath("schemas/config.schema.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def _key(path) -> str:
+    return ".".join(str(p) for p in path) or "<top level>"
+
+
+def _explain(err: jsonschema.ValidationError) -> str:
+    """One readable line per schema violation: key, offending value, what is allowed."""
+    key, v = _key(err.absolute_path), err.validator
+    if v == "additionalProperties":
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(allowed))
+        return f"{key}: unknown key(s) {extra}; allowed keys: {allowed}"
+    if v == "required":
+        return f"{key}: {err.message}; required keys: {err.validator_value}"
+    if v == "enum":
+        return f"{key}: {err.instance!r} is not allowed; allowed values: {err.validator_value}"
+    if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        s = err.schema
+        lo = (">= %s" % s["minimum"]) if "minimum" in s else (("> %s" % s["exclusiveMinimum"]) if "exclusiveMinimum" in s else "")
+        hi = ("<= %s" % s["maximum"]) if "maximum" in s else (("< %s" % s["exclusiveMaximum"]) if "exclusiveMaximum" in s else "")
+        rng = " and ".join(x for x in (lo, hi) if x)
+        return f"{key}: {err.instance!r} is out of range; allowed: {rng}"
+    return f"{key}: {err.message}"
+
+
+def validate(cfg: Any, source: str = "<config>") -> dict[str, Any]:
+    """Validate a loaded profile; raise ConfigError listing every problem."""
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = sorted(validator.iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
+    problems = [_explain(e) for e in errors]
+    if not problems:
+        problems = _cross_field_problems(cfg)
+    if problems:
+        raise ConfigError(f"{source}: invalid configuration:\n  - " + "\n  - ".join(problems))
+    return cfg
+
+
+def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
+    """Rules a JSON schema cannot say: grid names must exist, quotas must fill the batches."""
+    from ltopd.data.sampler import scaled_quotas
+    from ltopd.grid import BENCHMARKS, METHODS
+
+    out = []
+    grid = cfg["grid"]
+    for b in grid["backbones"]:
+        if b not in cfg["backbones"]:
+            out.append(f"grid.backbones: {b!r} is not defined; defined backbones: {sorted(cfg['backbones'])}")
+    for m in grid["methods"]:
+        if m not in METHODS:
+            out.append(f"grid.methods: {m!r} is not a known method; allowed values: {sorted(METHODS)}")
+    for b in grid["benchmarks"]:
+        if b not in BENCHMARKS:
+            out.append(f"grid.benchmarks: {b!r} is not a known benchmark; allowed values: {list(BENCHMARKS)}")
+    for name, bb in cfg["backbones"].items():
+        if not bb.get("twin") and not bb.get("checkpoint"):
+            out.append(f"backbones.{name}: give either 'twin' (a tiny twin to pretrain) or 'checkpoint' (a local path)")
+    out += _world_problems(cfg["world"])
+    lt = cfg["lt14k"]
+    for name, src in lt["sources"].items():
+        if src["kind"] != "synthetic" and not src.get("path"):
+            out.append(f"lt14k.sources.{name}.path: required when kind is {src['kind']!r}")
+    try:
+        scaled_quotas({k: v["quota"] for k, v in lt["sources"].items()}, lt["scale"], lt["num_batches"] * lt["batch_size"])
+    except ValueError as e:
+        out.append(f"lt14k: {e}")
+    return out
+
+
+def _world_problems(world: dict[str, Any]) -> list[str]:
+    import dataclasses
+
+    from ltopd.data.world import WorldConfig
+
+    allowed = [f.name for f in dataclasses.fields(WorldConfig)]
+    unknown = sorted(set(world) - set(allowed))
+    if unknown:
+        return [f"world: unknown key(s) {unknown}; allowed keys: {allowed}"]
+    from ltopd.data.sources import world_config
+
+    try:
+        world_config(world)
+    except (TypeError, ValueError) as e:
+        return [f"world: {e}"]
+    return []
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """Read a profile YAML and validate it; errors name the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        cfg = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from e
+    return validate(cfg, source=str(path))

@@ -1,0 +1,92 @@
+"""The experiment grid, declared once in the profile and expanded here.
+
+Snakemake's targets (workflow/rules/common.smk) and dvc.yaml (`ltopd dvc-yaml`) both come from
+this module, so the two cannot drift apart; tests/test_dvc_sync.py fails if dvc.yaml is stale.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+# Method name -> family. "reference" = all visual tokens; "selector" = training-free reduction;
+# "trained" = a method that trains the student at the target budget (train issue).
+METHODS: dict[str, str] = {
+    "full": "reference",
+    **{s: "selector" for s in ("cdpruner", "divprune", "fastv", "dart", "hiprune", "random", "uniform")},
+    **{m: "trained" for m in (
+        "sft", "sft_curriculum", "kd_fixed_prefix", "opd_no_curriculum", "ltopd", "ltopd_no_plateau",
+        "ltopd_forward_kl", "ltopd_reverse_kl", "ltopd_teacher_ema", "ltopd_trust_region",
+        "epic", "llava_mini", "grpo", "gspo", "dapo")},
+}
+
+# Table 2's nine benchmarks, then the multi-image pair of Table 14.
+BENCHMARKS: tuple[str, ...] = (
+    "vstar", "hrbench4k", "gqa", "mmmu", "mmbench", "mme", "pope", "textvqa", "ocrbench",
+    "muirbench", "mvbench",
+)
+
+
+@dataclass(frozen=True)
+class EvalJob:
+    backbone: str
+    method: str
+    budget: float
+    benchmark: str
+    seed: int
+
+    @property
+    def budget_tag(self) -> str:
+        return budget_tag(self.budget)
+
+
+def budget_tag(budget: float) -> str:
+    """Budget as it appears in paths and wildcards: 0.05 -> '0.05', 1.0 -> '1'."""
+    return f"{budget:g}"
+
+
+def eval_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
+    """Every evaluation the grid asks for. `full` runs once (budget 1); trained methods run at
+    the smallest budget, the one the paper trains for; selectors at every budget."""
+    g = cfg["grid"]
+    lowest = min(g["budgets"])
+    for bb, m, bench, seed in itertools.product(g["backbones"], g["methods"], g["benchmarks"], cfg["seeds"]):
+        family = METHODS[m]
+        budgets = [1.0] if family == "reference" else [lowest] if family == "trained" else g["budgets"]
+        for b in budgets:
+            yield EvalJob(bb, m, float(b), bench, seed)
+
+
+def paths(cfg: dict[str, Any]) -> dict[str, str]:
+    """Every artifact path of the pipeline, relative to the working directory."""
+    root = Path(cfg["out_root"])
+    return {
+        "lt14k": str(root / "data" / "lt14k"),
+        "lt14k_metrics": str(root / "metrics" / "lt14k.json"),
+        "logs": str(root / "logs"),
+        "mlflow_parent": str(root / "logs" / "mlflow-parent.json"),
+    }
+
+
+def targets(cfg: dict[str, Any]) -> list[str]:
+    """What `rule all` builds: every stage's final outputs for this profile."""
+    p = paths(cfg)
+    return [p["lt14k"], p["lt14k_metrics"]]
+
+
+def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
+    """Coarse DVC stages, each a `snakemake` call on one target group (see README: DVC and
+    Snakemake). Outputs are persisted so DVC never deletes what Snakemake manages."""
+    p = paths(cfg)
+    snake = ("snakemake --cores all --configfile {cfg} --rerun-triggers params input software-env code "
+             "--rerun-incomplete").format(cfg=config_file)
+    return {
+        "lt14k": {
+            "cmd": f"{snake} -- {p['lt14k']} {p['lt14k_metrics']}",
+            "deps": [config_file, "Snakefile", "workflow/rules/data.smk", "src/ltopd/data"],
+            "params": [{config_file: ["lt14k", "world"]}],
+            "outs": [{p["lt14k"]: {"persist": True}}],
+            "metrics": [{p["lt14k_metrics"]: {"cache": False}}],
+        },
+    }

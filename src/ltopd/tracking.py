@@ -1,0 +1,217 @@
+"""MLflow bookkeeping: one parent run per pipeline invocation, one child run per rule execution.
+
+SQLite is the default backend. Parallel jobs write to one file, so the database, the experiment
+and the parent run are created once (Snakemake `onstart`) before jobs fan out, every job writes
+in a few batched calls, and each call is retried while SQLite reports a lock.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import random
+import subprocess
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, Iterator, TypeVar
+
+T = TypeVar("T")
+PARENT_TAG = "mlflow.parentRunId"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where runs go. Jobs get these from the environment (set by the Snakefile), not from job
+    params, so pointing MLflow elsewhere never reruns a job."""
+    tracking_uri: str
+    experiment: str
+    artifact_root: str
+    parent_file: str
+    profile: str
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> "Settings":
+        from ltopd.grid import paths
+
+        m = cfg["mlflow"]
+        return cls(os.environ.get("MLFLOW_TRACKING_URI") or m["tracking_uri"], m["experiment"],
+                   m["artifact_root"], paths(cfg)["mlflow_parent"], cfg["profile"])
+
+    def export(self) -> None:
+        """Hand the settings to child processes (the Snakefile calls this before jobs run)."""
+        os.environ.update({f"{ENV_PREFIX}{k.upper()}": v for k, v in asdict(self).items()})
+        os.environ["MLFLOW_TRACKING_URI"] = self.tracking_uri
+        os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # no outbound calls from jobs
+
+    @classmethod
+    def from_env(cls) -> "Settings":
+        missing = [f"{ENV_PREFIX}{f.name.upper()}" for f in fields(cls) if f"{ENV_PREFIX}{f.name.upper()}" not in os.environ]
+        if missing:
+            raise RuntimeError(f"MLflow settings missing from the environment: {missing}; run jobs through "
+                               "snakemake, or pass --config so ltopd can read them from the profile")
+        return cls(**{f.name: os.environ[f"{ENV_PREFIX}{f.name.upper()}"] for f in fields(cls)})
+
+
+ENV_PREFIX = "LTOPD_MLFLOW_"
+
+
+def _retry(fn: Callable[[], T], attempts: int = 30) -> T:
+    """Retry `fn` while the SQLite backend is locked or racing a concurrent creator."""
+    for i in range(attempts):
+        try:
+            return fn()
+        except Exception as e:  # MlflowException wraps sqlalchemy.OperationalError
+            msg = str(e).lower()
+            if i == attempts - 1 or not ("locked" in msg or "busy" in msg or "unique constraint" in msg):
+                raise
+            time.sleep(min(2.0, 0.05 * 2**i) * (0.5 + random.random()))
+    raise AssertionError("unreachable")
+
+
+def _client(s: Settings):
+    from mlflow.tracking import MlflowClient
+
+    return _retry(lambda: MlflowClient(tracking_uri=s.tracking_uri))
+
+
+def ensure_experiment(s: Settings) -> str:
+    """Create the backend database and the profile's experiment if missing; return its id."""
+    client = _client(s)
+    name = s.experiment
+
+    def get_or_create() -> str:
+        exp = client.get_experiment_by_name(name)
+        if exp is not None:
+            return exp.experiment_id
+        root = Path(s.artifact_root).resolve()
+        return client.create_experiment(name, artifact_location=root.as_uri())
+
+    return _retry(get_or_create)
+
+
+def git_tags(repo: str | Path = ".") -> dict[str, str]:
+    """Commit, dirty flag and dvc.lock digest: MLflow does not set these for shell jobs."""
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    tags = {"mlflow.source.git.commit": git("rev-parse", "HEAD") or "unknown",
+            "git.dirty": str(bool(git("status", "--porcelain", "--untracked-files=no")))}
+    lock = Path(repo) / "dvc.lock"
+    if lock.is_file():
+        tags["dvc.lock.sha256"] = hashlib.sha256(lock.read_bytes()).hexdigest()
+    return tags
+
+
+def path_digest(path: str | Path) -> str:
+    """Content digest of an input: a file's bytes; a folder's manifest hash if it has one, else its
+    file names and sizes (cheap enough for checkpoints and datasets)."""
+    p = Path(path)
+    if p.is_file():
+        h = hashlib.sha256()
+        with p.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        return h.hexdigest()
+    manifest = p / "manifest.json"
+    if manifest.is_file():
+        return json.loads(manifest.read_text()).get("content_sha256") or path_digest(manifest)
+    h = hashlib.sha256()
+    for f in sorted(x for x in p.rglob("*") if x.is_file()):
+        h.update(f"{f.relative_to(p)}:{f.stat().st_size}".encode())
+    return h.hexdigest()
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = json.dumps(v) if not isinstance(v, str) else v
+    return out
+
+
+def start_pipeline(s: Settings, config_file: str) -> str:
+    """Create the parent run of this invocation and write its id where jobs will find it."""
+    from ltopd.atomic import write_json
+
+    exp_id = ensure_experiment(s)
+    client = _client(s)
+    tags = {"profile": s.profile, "config_file": config_file, "kind": "pipeline", **git_tags()}
+    run = _retry(lambda: client.create_run(exp_id, run_name=f"pipeline-{time.strftime('%Y%m%d-%H%M%S')}", tags=tags))
+    write_json(s.parent_file, {"run_id": run.info.run_id, "experiment_id": exp_id})
+    return run.info.run_id
+
+
+def end_pipeline(s: Settings, ok: bool) -> None:
+    f = Path(s.parent_file)
+    if f.is_file():
+        run_id = json.loads(f.read_text())["run_id"]
+        _retry(lambda: _client(s).set_terminated(run_id, "FINISHED" if ok else "FAILED"))
+
+
+class JobRun:
+    """Handle given to a job: buffers metrics and writes them in batches."""
+
+    def __init__(self, client, run_id: str, flush_every: int = 50):
+        self.client, self.run_id, self.flush_every = client, run_id, flush_every
+        self._buffer: list = []
+
+    def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        self._buffer += [Metric(k, float(v), now, step) for k, v in metrics.items()]
+        if len(self._buffer) >= self.flush_every:
+            self.flush()
+
+    def log_artifact(self, path: str | Path) -> None:
+        self.client.log_artifact(self.run_id, str(path))
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        from mlflow.entities import RunTag
+
+        _retry(lambda: self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()]))
+
+    def flush(self) -> None:
+        if self._buffer:
+            buf, self._buffer = self._buffer, []
+            for i in range(0, len(buf), 1000):  # MLflow caps a batch at 1,000 metrics
+                _retry(lambda: self.client.log_batch(self.run_id, metrics=buf[i:i + 1000]))
+
+
+@contextlib.contextmanager
+def job_run(s: Settings, rule: str, wildcards: dict[str, str], params: dict[str, Any],
+            inputs: dict[str, str] | None = None) -> Iterator[JobRun]:
+    """One MLflow run for one rule execution, child of the invocation's parent run if known."""
+    from mlflow.entities import Param
+
+    exp_id = ensure_experiment(s)
+    client = _client(s)
+    tags = {"rule": rule, "profile": s.profile, "wildcards": json.dumps(wildcards, sort_keys=True),
+            **{f"wildcard.{k}": v for k, v in wildcards.items()}, **git_tags()}
+    parent = Path(s.parent_file)
+    if parent.is_file():
+        tags[PARENT_TAG] = json.loads(parent.read_text())["run_id"]
+    for name, p in (inputs or {}).items():
+        if Path(p).exists():
+            tags[f"input.{name}.sha256"] = path_digest(p)
+    name = rule + "".join(f"-{v}" for v in wildcards.values())
+    run = _retry(lambda: client.create_run(exp_id, run_name=name, tags=tags))
+    handle = JobRun(client, run.info.run_id)
+    flat = [Param(k, v[:6000]) for k, v in flatten(params).items()]
+    for i in range(0, len(flat), 100):  # MLflow caps params per batch at 100
+        _retry(lambda: client.log_batch(run.info.run_id, params=flat[i:i + 100]))
+    status = "FAILED"
+    try:
+        yield handle
+        status = "FINISHED"
+    finally:
+        handle.flush()
+        _retry(lambda: client.set_terminated(run.info.run_id, status))

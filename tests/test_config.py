@@ -1,0 +1,73 @@
+"""Every profile in config/ validates; bad profiles fail naming file, key and allowed values."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ltopd import config
+from ltopd.grid import METHODS, eval_jobs
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILES = sorted((ROOT / "config").glob("*.yaml"))
+
+
+def test_the_three_profiles_exist():
+    assert {p.stem for p in PROFILES} >= {"default", "smoke", "paper"}
+
+
+@pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.name)
+def test_every_profile_validates(path):
+    cfg = config.load(path)
+    assert cfg["profile"] == path.stem
+    assert sum(1 for _ in eval_jobs(cfg)) > 0
+
+
+def _broken(tmp_path, mutate) -> Path:
+    cfg = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
+    mutate(cfg)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda c: c["lt14k"].update(scal=0.1), ["lt14k", "unknown key(s) ['scal']", "allowed keys", "scale"]),
+    (lambda c: c.pop("grid"), ["'grid' is a required property", "required keys"]),
+    (lambda c: c["lt14k"].update(scale=0), ["lt14k.scale", "out of range", "> 0", "<= 1"]),
+    (lambda c: c["lt14k"]["sources"]["pixmo"].update(kind="csv"), ["lt14k.sources.pixmo.kind", "allowed values", "jsonl"]),
+    (lambda c: c["grid"]["methods"].append("ltopdd"), ["grid.methods", "'ltopdd'", "allowed values", "cdpruner"]),
+    (lambda c: c["grid"].update(budgets=[1.5]), ["grid.budgets.0", "out of range"]),
+    (lambda c: c["world"].update(image_sise=64), ["world", "image_sise", "allowed keys"]),
+    (lambda c: c["world"].update(image_size=20), ["world", "image_size"]),
+    (lambda c: c["lt14k"].update(batch_size=9), ["lt14k", "num_batches x batch_size = 1575"]),
+    (lambda c: c["lt14k"]["sources"]["llava"].update(kind="jsonl"), ["lt14k.sources.llava.path", "required"]),
+    (lambda c: c["grid"]["backbones"].append("qwen-huge"), ["grid.backbones", "qwen-huge", "defined backbones"]),
+])
+def test_bad_profiles_name_file_key_and_allowed_values(tmp_path, mutate, expected):
+    path = _broken(tmp_path, mutate)
+    with pytest.raises(config.ConfigError) as err:
+        config.load(path)
+    msg = str(err.value)
+    assert str(path) in msg
+    for part in expected:
+        assert part in msg, (part, msg)
+
+
+def test_missing_and_unparsable_files(tmp_path):
+    with pytest.raises(config.ConfigError, match="not found"):
+        config.load(tmp_path / "nope.yaml")
+    (tmp_path / "x.yaml").write_text("a: [1,\n")
+    with pytest.raises(config.ConfigError, match="not valid YAML"):
+        config.load(tmp_path / "x.yaml")
+
+
+def test_grid_expansion_rules():
+    cfg = config.load(ROOT / "config" / "default.yaml")
+    cfg = copy.deepcopy(cfg)
+    cfg["grid"].update(methods=["full", "cdpruner", "ltopd"], budgets=[0.2, 0.05], benchmarks=["pope"])
+    jobs = {(j.method, j.budget) for j in eval_jobs(cfg)}
+    assert jobs == {("full", 1.0), ("cdpruner", 0.2), ("cdpruner", 0.05), ("ltopd", 0.05)}
+    assert METHODS["ltopd"] == "trained" and METHODS["divprune"] == "selector"

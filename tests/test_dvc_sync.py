@@ -1,0 +1,32 @@
+"""dvc.yaml files are generated from the experiment grid; a stale one fails here."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ltopd.dvcgen import dvc_file, render
+from ltopd.grid import targets
+from ltopd import config
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "config").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_dvc_yaml_is_up_to_date(profile, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    committed = ROOT / dvc_file(profile)
+    assert committed.is_file(), f"{committed} missing: run `ltopd dvc-yaml --config {profile}`"
+    assert committed.read_text() == render(profile), f"{committed} is stale: run `ltopd dvc-yaml --config {profile}`"
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_dvc_stages_cover_every_snakemake_target(profile, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    stages = yaml.safe_load(render(profile))["stages"]
+    outs = {next(iter(o)) for s in stages.values() for o in s.get("outs", []) + s.get("metrics", [])}
+    assert set(targets(config.load(profile))) <= outs
+    for s in stages.values():  # DVC must never delete what Snakemake manages
+        assert all(next(iter(o.values()))["persist"] for o in s["outs"])

@@ -1,0 +1,74 @@
+"""Building LT-14K end to end (library level): quotas, order, determinism, atomicity."""
+from __future__ import annotations
+
+import copy
+import json
+from collections import Counter
+
+import pytest
+
+from conftest import make_jsonl_source
+from ltopd.data import lt14k
+from ltopd.data.sources import SourceError
+
+WORLD = {"image_size": 64}
+
+
+def test_build_realises_quotas_and_batches(tmp_path, tiny_lt):
+    manifest = lt14k.build(tiny_lt, WORLD, tmp_path / "lt", progress=False)
+    ds, saved = lt14k.load(tmp_path / "lt")
+    assert saved == manifest and len(ds) == 14
+    assert manifest["per_source"] == {"llava": 3, "onethinker": 7, "pixmo": 3, "vision_opd": 1}
+    assert Counter(ds["source"]) == Counter(manifest["per_source"])
+    by_batch = Counter(zip(ds["batch"], ds["source"]))
+    for b, mix in enumerate(manifest["per_batch"]):
+        assert sum(mix.values()) == 2
+        assert {s: by_batch[(b, s)] for s in mix} == mix
+    assert ds["batch"] == sorted(ds["batch"])
+    assert len(set(ds["id"])) == 14
+    row = ds[0]
+    assert row["images"][0].size == (64, 64) and row["question"] and row["answer"]
+
+
+def test_same_config_same_hash_and_seed_changes_it(tmp_path, tiny_lt):
+    a = lt14k.build(tiny_lt, WORLD, tmp_path / "a", progress=False)["content_sha256"]
+    b = lt14k.build(tiny_lt, WORLD, tmp_path / "b", progress=False)["content_sha256"]
+    other = copy.deepcopy(tiny_lt)
+    other["sources"]["vision_opd"]["seed"] += 1
+    c = lt14k.build(other, WORLD, tmp_path / "c", progress=False)["content_sha256"]
+    assert a == b != c
+    # key order of the sources (YAML vs JSON spec) does not matter
+    shuffled = copy.deepcopy(tiny_lt)
+    shuffled["sources"] = dict(reversed(list(tiny_lt["sources"].items())))
+    assert lt14k.build(shuffled, WORLD, tmp_path / "d", progress=False)["content_sha256"] == a
+
+
+def test_real_source_mixed_with_synthetic(tmp_path, tiny_lt):
+    lt = copy.deepcopy(tiny_lt)
+    lt["sources"]["llava"] = {"quota": 2800, "seed": 20260824, "kind": "jsonl",
+                              "path": str(make_jsonl_source(tmp_path / "llava"))}
+    lt14k.build(lt, WORLD, tmp_path / "lt", progress=False)
+    ds, _ = lt14k.load(tmp_path / "lt")
+    llava = [r for r in ds if r["source"] == "llava"]
+    assert len(llava) == 3 and all(r["id"].startswith("llava-q") for r in llava)
+
+
+def test_failure_leaves_nothing_behind(tmp_path, tiny_lt):
+    lt = copy.deepcopy(tiny_lt)
+    folder = tmp_path / "src"
+    path = make_jsonl_source(folder, n=12)
+    for f in (folder / "imgs").glob("*.png"):
+        f.unlink()  # the file opens, images fail while sampling
+    lt["sources"]["pixmo"] = {"quota": 3000, "seed": 1, "kind": "jsonl", "path": str(path)}
+    with pytest.raises(SourceError):
+        lt14k.build(lt, WORLD, tmp_path / "out" / "lt", progress=False)
+    assert list((tmp_path / "out").iterdir()) == []  # no half-written dataset, no temp folder
+
+
+def test_source_smaller_than_quota(tmp_path, tiny_lt):
+    lt = copy.deepcopy(tiny_lt)
+    lt["sources"]["onethinker"] = {"quota": 7200, "seed": 1, "kind": "jsonl",
+                                   "path": str(make_jsonl_source(tmp_path / "s", n=3))}
+    with pytest.raises(ValueError, match="need 7 items but the source has only 3"):
+        lt14k.build(lt, WORLD, tmp_path / "lt", progress=False)
+    json.dumps(lt)  # the section stays JSON-serialisable (it travels as --spec)

@@ -1,0 +1,98 @@
+"""The real pipeline end to end on the `smoke` profile: Snakemake, DVC and MLflow together.
+
+Runs in a throwaway copy of the working tree (what a clean clone has), so it never touches the
+developer's data/, results/ or MLflow database.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+pytestmark = pytest.mark.slow
+
+
+def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    env = {k: v for k, v in env.items() if not k.startswith(("LTOPD_MLFLOW_", "MLFLOW_"))}
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    return proc
+
+
+def _clone(dest: Path) -> Path:
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for f in files:
+        if (ROOT / f).is_file():
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, dest / f, follow_symlinks=False)
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "snapshot"]):
+        _run(cmd, dest)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def snake_run(tmp_path_factory):
+    repo = _clone(tmp_path_factory.mktemp("snake"))
+    proc = _run(["snakemake", "--cores", "2", "--configfile", "config/smoke.yaml"], repo)
+    return repo, proc
+
+
+def test_snakemake_builds_lt14k_and_logs_to_mlflow(snake_run):
+    repo, _ = snake_run
+    out = repo / "runs" / "smoke"
+    manifest = json.loads((out / "data" / "lt14k" / "manifest.json").read_text())
+    assert manifest["num_questions"] == 140 and manifest["per_source"]["onethinker"] == 72
+    assert json.loads((out / "metrics" / "lt14k.json").read_text())["content_sha256"] == manifest["content_sha256"]
+    assert "LT-14K: 140 questions in 35 batches of 4" in (out / "logs" / "lt14k.log").read_text()
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{out / 'mlruns.db'}")
+    exp = client.get_experiment_by_name("ltopd-smoke")
+    (run,) = client.search_runs([exp.experiment_id], "tags.rule = 'lt14k'")
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["content_sha256"] == manifest["content_sha256"]
+    assert run.data.params["lt14k.batch_size"] == "4" and run.data.params["world.image_size"] == "128"
+    assert run.data.metrics["num_questions"] == 140
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    assert run.data.tags["mlflow.source.git.commit"] == head
+    parent = client.get_run(run.data.tags["mlflow.parentRunId"])
+    assert parent.data.tags["kind"] == "pipeline" and parent.info.status == "FINISHED"
+    artifacts = [a.path for a in client.list_artifacts(run.info.run_id)]
+    assert "manifest.json" in artifacts
+
+
+def test_second_run_has_nothing_to_do(snake_run):
+    repo, _ = snake_run
+    proc = _run(["snakemake", "--cores", "2", "--configfile", "config/smoke.yaml", "-n"], repo)
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_lint_is_clean(snake_run):
+    repo, _ = snake_run
+    proc = _run(["snakemake", "--lint", "--configfile", "config/smoke.yaml"], repo)
+    assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
+
+
+def test_dvc_repro_builds_the_same_artifact(snake_run, tmp_path):
+    repo, _ = snake_run
+    expected = json.loads((repo / "runs/smoke/data/lt14k/manifest.json").read_text())["content_sha256"]
+    fresh = _clone(tmp_path / "dvc")
+    _run(["dvc", "repro", "pipelines/smoke/dvc.yaml"], fresh)
+    built = json.loads((fresh / "runs/smoke/data/lt14k/manifest.json").read_text())["content_sha256"]
+    assert built == expected
+    lock = (fresh / "pipelines/smoke/dvc.lock").read_text()
+    assert "runs/smoke/data/lt14k" in lock
+    # nothing changed -> DVC considers the stage up to date and does not run Snakemake again
+    proc = _run(["dvc", "repro", "pipelines/smoke/dvc.yaml"], fresh)
+    assert "didn't change, skipping" in proc.stdout or "up to date" in proc.stdout

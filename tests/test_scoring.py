@@ -1,0 +1,433 @@
+"""Hand-worked checks of the benchmark scorers (ltopd.bench.scoring)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from ltopd.bench.scoring import SCORERS, check_predictions, score, strip_answer_tags
+from ltopd.bench.scoring.mme import parse_mme
+from ltopd.bench.scoring.mmmu import extract_numbers, open_correct, parse_multi_choice, parse_open
+from ltopd.bench.scoring.ocrbench import ocr_hit
+from ltopd.bench.scoring.options import extract_letter, infer_choice
+from ltopd.bench.scoring.pope import parse_pope
+from ltopd.bench.scoring.vqa_norm import normalize_vqa_answer, vqa_soft_accuracy
+
+ABCD = ["A", "B", "C", "D"]
+COLORS = ["red", "blue", "green", "yellow"]
+
+
+def rec(i, prediction, answer="", options=None, **extra):
+    return {"id": str(i), "question": "q", "options": options or [], "answer": answer,
+            "task": extra.pop("task", "t"), "meta": json.dumps(extra.pop("meta", {})),
+            "prediction": prediction, **extra}
+
+
+# ---- answer tags ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("raw, expected", [
+    (None, ""),
+    ("", ""),
+    ("  B ", "B"),
+    ("B</answer>", "B"),
+    ("<think>\n\n</think>\n\n<answer>B</answer>", "B"),
+    ("<answer> two dogs </answer> trailing chatter", "two dogs"),
+    ("long reasoning </think> <answer>C", "C"),
+    ("<think>never closed, A or B", ""),
+    ("<think>x</think><answer></answer>", ""),
+    (7, "7"),
+])
+def test_strip_answer_tags(raw, expected):
+    assert strip_answer_tags(raw) == expected
+
+
+# ---- registry and prediction checks ---------------------------------------------------------
+
+def test_registry_names_and_unknown_benchmark():
+    assert set(SCORERS) == {"vstar", "hrbench4k", "mmmu", "mmbench", "mme", "pope", "gqa",
+                            "textvqa", "ocrbench", "muirbench", "mvbench"}
+    with pytest.raises(ValueError, match="unknown benchmark 'nope'"):
+        score("nope", [rec(1, "A")])
+    with pytest.raises(ValueError, match="no records"):
+        score("vstar", [])
+
+
+def test_check_predictions_accepts_exact_match():
+    check_predictions({"a": {}, "b": {}}, [{"id": "b"}, {"id": "a"}])
+
+
+def test_check_predictions_counts_and_names_problems():
+    bench = {f"q{i}": {} for i in range(8)}
+    preds = [{"id": "q0"}, {"id": "q0"}, {"id": "q1"}, {"id": "zz"}, {"prediction": "A"}]
+    with pytest.raises(ValueError) as err:
+        check_predictions(bench, preds)
+    msg = str(err.value)
+    assert "6 missing id(s): 'q2', 'q3', 'q4', 'q5', 'q6', ..." in msg
+    assert "'q7'" not in msg
+    assert "1 duplicated id(s): 'q0'" in msg
+    assert "1 id(s) not in the benchmark: 'zz'" in msg
+    assert "1 prediction(s) without an id" in msg
+
+
+def _minimal(benchmark, prediction):
+    """One well-formed record (two for MME's pair) of each benchmark."""
+    if benchmark == "mme":
+        return [rec(i, prediction, "Yes", category="color", image_id="img") for i in (1, 2)]
+    base = {
+        "vstar": dict(answer="A", options=COLORS),
+        "hrbench4k": dict(answer="A", options=COLORS, cycle_category="single"),
+        "mmmu": dict(answer="A", options=COLORS, question_type="multiple-choice"),
+        "mmbench": dict(answer="A", options=COLORS, index=3),
+        "pope": dict(answer="yes", split="random"),
+        "gqa": dict(answer="yes"),
+        "textvqa": dict(answer="x", answers=["x"] * 10),
+        "ocrbench": dict(answer="x", category="kie", answers=["x"]),
+        "muirbench": dict(answer="A", options=COLORS),
+        "mvbench": dict(answer="A", options=COLORS),
+    }[benchmark]
+    return [rec(1, prediction, **base)]
+
+
+@pytest.mark.parametrize("benchmark", sorted(SCORERS))
+@pytest.mark.parametrize("prediction", [None, "", "<think>unfinished"])
+def test_empty_predictions_are_unparsed_and_never_crash(benchmark, prediction):
+    records = _minimal(benchmark, prediction)
+    out = score(benchmark, records)
+    assert out["n"] == len(records)
+    assert out["n_unparsed"] == len(records)
+    if benchmark != "mmmu":  # MMMU's official random fallback may guess right
+        assert out["score"] == 0.0
+
+
+@pytest.mark.parametrize("benchmark", sorted(SCORERS))
+def test_correct_prediction_scores_full_marks(benchmark):
+    prediction = {"mme": "Yes", "pope": "Yes, there is.", "gqa": "Yes", "textvqa": "x",
+                  "ocrbench": "x"}.get(benchmark, "A")
+    out = score(benchmark, _minimal(benchmark, f"<answer>{prediction}</answer>"))
+    expected = {"mme": 200.0, "ocrbench": 1000.0}.get(benchmark, 100.0)
+    assert out["score"] == pytest.approx(expected)
+    assert out["n_unparsed"] == 0
+
+
+# ---- V*Bench ordered letter patterns --------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("B", "B"),                                      # lone letter
+    ("b.", "B"),                                     # a bare lower-case letter is accepted
+    ("(C) red", "C"),                                # leading letter in brackets
+    ("D: yellow", "D"),                              # leading letter
+    ("(C) looks right, but the answer is D", "C"),   # leading letter beats "answer is"
+    ("Between A and B, the answer is B", "B"),       # "answer is X"
+    ("Answer: (A)", "A"),                            # "answer: X"
+    ("I would pick (C) over A", "C"),                # "(X)" beats the later lone letter
+    ("It has to be C. Not A", "C"),                  # "X." anywhere
+    ("I choose B because it is red", "B"),           # the only lone letter
+    ("OptionB", "B"),                                # the only option-letter character
+    ("either A or B", None),                         # two lone letters, two characters
+    ("a red car", None),                             # lower case is not a letter
+    ("", None),
+])
+def test_extract_letter_patterns(text, expected):
+    assert extract_letter(text, ABCD) == expected
+
+
+def test_extract_letter_respects_option_count():
+    assert extract_letter("C", ["A", "B"]) is None
+    assert extract_letter("It is (C) or B", ["A", "B"]) == "B"
+
+
+def test_vstar_score_and_per_task():
+    records = [
+        rec(1, "<answer>A</answer>", "A", COLORS, task="direct_attributes"),
+        rec(2, "The answer is (B)", "B", COLORS, task="direct_attributes"),
+        rec(3, "C", "D", COLORS, task="direct_attributes"),
+        rec(4, None, "A", ["left", "right"], task="relative_position"),
+    ]
+    out = score("vstar", records)
+    assert out["score"] == pytest.approx(50.0)
+    assert out["n"] == 4 and out["n_unparsed"] == 1
+    assert out["per_task"] == {"direct_attributes": pytest.approx(200 / 3),
+                               "relative_position": 0.0}
+
+
+# ---- one letter, else one option text (MMBench, HR-Bench, MuirBench, MVBench) ---------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("B", "B"),
+    ("(B) blue", "B"),
+    ("A. red", "A"),
+    ("B, B!", "B"),                       # one distinct letter
+    ("I think it is blue", "B"),          # no letter word: option text
+    ("A or B: blue", "B"),                # two letters: fall back to text
+    ("red or blue", None),                # two texts
+    ("D", "D"),
+    ("none of these", None),
+])
+def test_infer_choice(text, expected):
+    assert infer_choice(text, COLORS) == expected
+
+
+def test_infer_choice_counts_only_existing_letters():
+    assert infer_choice("D", ["red", "blue", "green"]) is None
+    assert infer_choice("D or green", ["red", "blue", "green"]) == "C"
+
+
+def test_hrbench_macro_over_cycle_categories():
+    records = [
+        rec(1, "A", "A", COLORS, cycle_category="single"),
+        rec(2, "B", "A", COLORS, cycle_category="single"),
+        rec(3, "green", "C", COLORS, meta={"cycle_category": "cross"}),
+    ]
+    out = score("hrbench4k", records)
+    assert out["per_cycle_category"] == {"cross": 100.0, "single": 50.0}
+    assert out["score"] == pytest.approx(75.0)          # (50 + 100) / 2, not 2/3
+    assert out["micro_accuracy"] == pytest.approx(200 / 3)
+
+
+def test_mmbench_group_with_one_wrong_rotation_scores_zero():
+    records = [
+        rec(1, "A", "A", COLORS, index=5),
+        rec(2, "B", "B", COLORS, index=1_000_005),
+        rec(3, "A", "C", COLORS, index=2_000_005),   # wrong rotation: group 5 fails
+        rec(4, "D", "D", COLORS, index=7),
+        rec(5, "yellow", "A", ["yellow", "red"], index=1_000_007),
+    ]
+    out = score("mmbench", records)
+    assert out["n_groups"] == 2
+    assert out["score"] == pytest.approx(50.0)
+    assert out["vanilla_accuracy"] == pytest.approx(80.0)
+
+
+def test_muirbench_micro_and_mvbench_macro():
+    records = [rec(1, "A", "A", COLORS, task="x"), rec(2, "A", "B", COLORS, task="x"),
+               rec(3, "C", "C", COLORS, task="y")]
+    for name in ("muirbench", "mvbench"):
+        out = score(name, records)
+        assert out["score"] == pytest.approx(200 / 3)
+        assert out["macro_accuracy"] == pytest.approx(75.0)
+        assert out["per_task"] == {"x": 50.0, "y": 100.0}
+
+
+# ---- MMMU -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reply, expected", [
+    ("(B)", "B"),
+    ("B", "B"),
+    ("The answer is B.", "B"),
+    ("(A) or maybe (C)", "C"),                                    # last bracketed candidate
+    ("A B", "B"),                                                 # last spaced candidate
+    ("I am fairly sure the colour here is blue", "B"),            # > 5 words: option text
+])
+def test_mmmu_multi_choice_parsed(reply, expected):
+    letter, parsed = parse_multi_choice(reply, COLORS, random.Random(0))
+    assert (letter, parsed) == (expected, True)
+
+
+def test_mmmu_multi_choice_random_fallback_is_seeded():
+    # "blue" alone has <= 5 words, so the text rule does not apply -> seeded random letter.
+    letter, parsed = parse_multi_choice("blue", COLORS, random.Random("42:q7"))
+    assert not parsed
+    assert letter == random.Random("42:q7").choice(ABCD)
+    records = [rec("q7", "blue", letter, COLORS, question_type="multiple-choice")]
+    out = score("mmmu", records)
+    assert out == {"score": 100.0, "n": 1, "n_unparsed": 1, "n_random_fallback": 1}
+    records[0]["seed"] = 43
+    other = random.Random("43:q7").choice(ABCD)
+    assert score("mmmu", records)["score"] == (100.0 if other == letter else 0.0)
+
+
+def test_mmmu_numbers():
+    # Comma, scientific, then simple matches, as the official three regexes give them: the
+    # simple one also finds "234" in "1,234" and "2", "3" in "2.5e3".
+    assert extract_numbers("cost 1,234 or 2.5e3 or -0.75") == \
+        ["1,234", "2.5e3", "234", "2", "3", "-0.75"]
+    # Key tails "3.14159" (after "is ") and its number, both normalised to 3.14.
+    assert parse_open("The answer is 3.14159") == [3.14]
+    # Lines split at newlines only; just the reply's final "." is stripped, so line 1 keeps it.
+    assert parse_open("It is Paris.\nSo the city is Paris.") == ["paris.", "paris"]
+
+
+@pytest.mark.parametrize("reply, refs, expected", [
+    ("The answer is 3.14159", ["3.14"], True),          # rounded to 2 places
+    ("The answer is 3.14159", ["3.1416"], True),
+    ("The answer is 3.14159", ["3.2"], False),
+    ("so the total is 1,234 dollars", ["1234"], True),  # comma number
+    ("so the total is 1,234 dollars", ["234"], True),   # the official parser also sees "234"
+    ("the capital is Paris", ["paris"], True),
+    ("the answer is 3/2", ["1.5", "3/2"], True),
+    ("x = 7\ny = 12", ["12"], True),                     # "=" counts on the last line only
+    ("x = 7\ny = 12", ["7"], False),
+])
+def test_mmmu_open(reply, refs, expected):
+    assert open_correct(refs, parse_open(reply)) is expected
+
+
+def test_mmmu_score_mixes_types():
+    records = [
+        rec(1, "(C)", "C", COLORS, question_type="multiple-choice"),
+        rec(2, "Therefore the final result is 42", "42", question_type="open"),
+        rec(3, "", "['1.5', '3/2']", question_type="open"),
+        rec(4, "the answer is 3/2", "['1.5', '3/2']", meta={"question_type": "open"}),
+    ]
+    out = score("mmmu", records)
+    assert out["score"] == pytest.approx(75.0)
+    assert out["n_unparsed"] == 1 and out["n_random_fallback"] == 0
+
+
+# ---- GQA ------------------------------------------------------------------------------------
+
+def test_gqa_raw_and_normalised():
+    records = [rec(1, "yes", "yes"), rec(2, "Yes.", "yes"), rec(3, "the car", "car"),
+               rec(4, None, "no")]
+    out = score("gqa", records)
+    assert out["exact_match"] == out["score"] == pytest.approx(50.0)
+    assert out["exact_match_raw"] == pytest.approx(25.0)
+    assert out["n_unparsed"] == 1
+
+
+# ---- TextVQA --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("The Man's HAT!", "man 's hat"),
+    ("3.14", "3.14"),               # decimal point kept
+    ("the end.", "end"),            # other periods dropped
+    ("Two dogs", "2 dogs"),
+    ("none", "0"),
+    ("dont", "don't"),
+    ("left-hand", "left hand"),     # isolated mark -> space
+    ("(left) - right", "left right"),  # marks touching spaces are deleted
+    ("1,000", "1000"),
+    ("an apple, a pear", "apple pear"),
+    ("line\tone\ntwo", "line 1 2"),
+])
+def test_vqa_normalisation(text, expected):
+    assert normalize_vqa_answer(text) == expected
+
+
+ANSWERS = ["Red", "red.", "maroon", "dark red", "crimson", "maroon", "Maroon", "burgundy",
+           "wine", "maroon!"]
+
+
+def test_vqa_soft_accuracy_by_hand():
+    # "red" matches refs 0 and 1 (k=2): the 8 subsets keeping both give 2/3, the 2 dropping one
+    # give 1/3 -> (8 * 2/3 + 2 * 1/3) / 10 = 0.6.
+    assert vqa_soft_accuracy("RED", ANSWERS) == pytest.approx(0.6)
+    # "maroon" matches refs 2, 5, 6, 9 (k=4): every subset keeps >= 3 -> 1.0.
+    assert vqa_soft_accuracy("the maroon", ANSWERS) == pytest.approx(1.0)
+    # k=1: 9 subsets give 1/3, one gives 0 -> 0.3.
+    assert vqa_soft_accuracy("crimson", ANSWERS) == pytest.approx(0.3)
+    assert vqa_soft_accuracy("blue", ANSWERS) == 0.0
+
+
+def test_textvqa_score():
+    records = [rec(1, "<answer>RED</answer>", "red", answers=ANSWERS),
+               rec(2, "maroon", "maroon", meta={"answers": ANSWERS}),
+               rec(3, "", "red", answers=ANSWERS)]
+    out = score("textvqa", records)
+    assert out["score"] == pytest.approx(100 * 1.6 / 3)
+    assert out["n_unparsed"] == 1
+
+
+# ---- OCRBench -------------------------------------------------------------------------------
+
+def test_ocr_hit_rules():
+    assert ocr_hit("The sign says HELLO World.", ["hello world"], "scene_vqa")
+    assert not ocr_hit("hello", ["hello world"], "scene_vqa")
+    assert ocr_hit("x^{2} + 1", ["x ^ { 2 }"], "hmer")          # spaces removed on both sides
+    assert not ocr_hit("x^{2}", ["X^{2}"], "hmer")              # formulas keep their case
+    assert ocr_hit("Total: $5", ["$4", "$5"], "kie")             # any acceptable answer
+
+
+def test_ocrbench_scaling_and_categories():
+    records = [
+        rec(1, "STOP", "stop", category="Regular Text Recognition", answers=["stop"]),
+        rec(2, "the date is 2020", "2020", category="doc_vqa", answers=["2020"]),
+        rec(3, "a^{2}", "a^{2}", category="hmer", answers="a ^ { 2 }"),
+        rec(4, "", "x", category="kie", answers=["x"]),
+    ]
+    out = score("ocrbench", records)
+    assert out["hits"] == 3 and out["score"] == pytest.approx(750.0)
+    assert out["per_category_hits"] == {"text_recognition": 1, "scene_vqa": 0, "doc_vqa": 1,
+                                        "kie": 0, "hmer": 1}
+    assert out["per_category_accuracy"]["kie"] == 0.0
+    with pytest.raises(ValueError, match="unknown OCRBench category"):
+        score("ocrbench", [rec(1, "x", "x", category="poetry")])
+
+
+# ---- POPE -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("Yes, there is a dog.", "yes"),
+    ("No, there is not.", "no"),
+    ("There is no dog in the image", "no"),
+    ("The dog is not visible", "no"),
+    ("Yes. But no cat.", "yes"),        # only the first sentence counts
+    ("no.", "no"),
+    ("No, there is", "no"),
+    ("No,there is", "yes"),             # commas are deleted, not spaced: the word is "Nothere"
+])
+def test_parse_pope(text, expected):
+    assert parse_pope(text) == expected
+
+
+def test_parse_pope_is_word_based():
+    assert parse_pope("Nothing") == "yes"     # "no" must be a whole word
+    assert parse_pope("Not really") == "yes"  # the official list has "No", "no", "not" only
+
+
+def test_pope_metrics_by_hand():
+    rnd = [("yes", "Yes"), ("yes", "No"), ("yes", "yes"), ("no", "Yes"), ("no", "no")]
+    records = [rec(i, p, a, split="random") for i, (a, p) in enumerate(rnd)]
+    records += [rec(10, None, "yes", meta={"split": "popular"}),   # unparsed -> counted as "no"
+                rec(11, "No.", "no", meta={"split": "popular"})]
+    out = score("pope", records)
+    r = out["per_split"]["random"]   # TP 2, FN 1, FP 1, TN 1
+    assert r["accuracy"] == pytest.approx(60.0)
+    assert r["precision"] == pytest.approx(200 / 3)
+    assert r["recall"] == pytest.approx(200 / 3)
+    assert r["f1"] == pytest.approx(200 / 3)
+    assert r["yes_ratio"] == pytest.approx(60.0)
+    p = out["per_split"]["popular"]  # TP 0, FN 1, FP 0, TN 1
+    assert p == {"accuracy": 50.0, "precision": 0.0, "recall": 0.0, "f1": 0.0, "yes_ratio": 0.0}
+    assert "adversarial" not in out["per_split"]
+    assert out["score"] == out["macro"]["accuracy"] == pytest.approx(55.0)
+    assert out["macro"]["f1"] == pytest.approx(100 / 3)
+    assert out["n_unparsed"] == 1
+
+
+# ---- MME ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("Yes", "yes"), ("no.", "no"), ("y", "yes"), ("N.", "no"), ("No, it is not", "no"),
+    ("Yes, clearly", "yes"), ("nope", "no"), ("I think yes", "other"), ("x", "other"),
+])
+def test_parse_mme(text, expected):
+    assert parse_mme(text) == expected
+
+
+def test_mme_category_by_hand():
+    records = [
+        rec(1, "Yes", "Yes", category="existence", image_id="i1"),
+        rec(2, "No", "No", category="existence", image_id="i1"),      # i1: both right
+        rec(3, "Yes", "Yes", category="existence", image_id="i2"),
+        rec(4, "Yes", "No", category="existence", image_id="i2"),     # i2: one right
+        rec(5, "maybe", "Yes", category="code_reasoning", image_id="c1"),
+        rec(6, "No", "Yes", category="code_reasoning", image_id="c1"),
+    ]
+    out = score("mme", records)
+    ex = out["per_category"]["existence"]
+    assert ex["acc"] == pytest.approx(75.0)       # (100 + 50) / 2
+    assert ex["acc_plus"] == pytest.approx(50.0)  # (100 + 0) / 2
+    assert ex["score"] == pytest.approx(125.0)
+    assert out["per_category"]["code_reasoning"]["score"] == 0.0
+    assert (out["perception"], out["cognition"], out["score"]) == (125.0, 0.0, 125.0)
+    assert out["n_unparsed"] == 1
+
+
+def test_mme_rejects_unpaired_and_unknown():
+    with pytest.raises(ValueError, match="expected 2"):
+        score("mme", [rec(1, "Yes", "Yes", category="color", image_id="a")])
+    with pytest.raises(ValueError, match="unknown MME category"):
+        score("mme", [rec(1, "Yes", "Yes", category="colour", image_id="a")] * 2)

@@ -1,0 +1,79 @@
+"""MLflow on SQLite: parallel writers lose nothing, runs carry tags/params/metrics/parent."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+
+from ltopd import tracking
+
+
+def _settings(tmp) -> tracking.Settings:
+    return tracking.Settings(f"sqlite:///{tmp}/mlruns.db", "exp", str(tmp / "art"), str(tmp / "parent.json"), "test")
+
+
+def _writer(args) -> str:
+    tmp, i = args
+    s = _settings(tmp)
+    with tracking.job_run(s, "rule_x", {"seed": str(i)}, {"opt": {"lr": 1e-3 * i}, "name": f"w{i}"}) as run:
+        for step in range(60):  # 60 metrics: two batched writes plus the final flush
+            run.log_metrics({"loss": 1.0 / (step + 1), "i": i}, step=step)
+    return "ok"
+
+
+def test_eight_concurrent_writers_lose_no_run(tmp_path):
+    s = _settings(tmp_path)
+    parent = tracking.start_pipeline(s, "config/test.yaml")  # database + experiment exist before fan-out
+    with mp.get_context("spawn").Pool(8) as pool:
+        assert pool.map(_writer, [(tmp_path, i) for i in range(8)]) == ["ok"] * 8
+    tracking.end_pipeline(s, ok=True)
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(s.tracking_uri)
+    exp = client.get_experiment_by_name("exp")
+    runs = client.search_runs([exp.experiment_id], "tags.rule = 'rule_x'")
+    assert len(runs) == 8
+    assert sorted(r.data.tags["wildcard.seed"] for r in runs) == [str(i) for i in range(8)]
+    for r in runs:
+        i = int(r.data.tags["wildcard.seed"])
+        assert r.info.status == "FINISHED"
+        assert r.data.tags[tracking.PARENT_TAG] == parent
+        assert r.data.params["opt.lr"] == str(1e-3 * i) and r.data.params["name"] == f"w{i}"
+        assert len(client.get_metric_history(r.info.run_id, "loss")) == 60
+        assert "mlflow.source.git.commit" in r.data.tags and "git.dirty" in r.data.tags
+    assert client.get_run(parent).info.status == "FINISHED"
+
+
+def test_failed_job_is_marked_failed(tmp_path):
+    s = _settings(tmp_path)
+    try:
+        with tracking.job_run(s, "boom", {}, {}):
+            raise RuntimeError("x")
+    except RuntimeError:
+        pass
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(s.tracking_uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("exp").experiment_id])
+    assert run.info.status == "FAILED"
+
+
+def test_settings_round_trip_through_environment(tmp_path, monkeypatch):
+    for k in list(os.environ):
+        if k.startswith(tracking.ENV_PREFIX):
+            monkeypatch.delenv(k)
+    s = _settings(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///elsewhere.db")
+    s.export()
+    assert tracking.Settings.from_env() == s
+    cfg = {"profile": "p", "out_root": "o", "mlflow": {"tracking_uri": "sqlite:///a.db", "experiment": "e", "artifact_root": "r"}}
+    assert tracking.Settings.from_config(cfg).tracking_uri == s.tracking_uri  # the environment wins
+
+
+def test_flatten_and_digest(tmp_path):
+    assert tracking.flatten({"a": {"b": 1, "c": [1, 2]}, "d": "x"}) == {"a.b": "1", "a.c": "[1, 2]", "d": "x"}
+    (tmp_path / "f").write_bytes(b"abc")
+    assert tracking.path_digest(tmp_path / "f") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "manifest.json").write_text('{"content_sha256": "h"}')
+    assert tracking.path_digest(tmp_path / "d") == "h"

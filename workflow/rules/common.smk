@@ -1,0 +1,31 @@
+# Shared helpers: profile validation with readable errors, paths from the grid, MLflow setup.
+import json
+import shlex
+from pathlib import Path
+
+from ltopd import config as ltopd_config
+from ltopd import grid, tracking
+
+# The schema check above gives jsonschema's wording; this one names file, key and allowed values
+# and applies the cross-field rules (grid names exist, quotas fill the batches).
+ltopd_config.validate(config, source=str((workflow.configfiles or ["config"])[-1]))
+
+PATHS = grid.paths(config)
+OUT = config["out_root"]
+MLFLOW = tracking.Settings.from_config(config)
+MLFLOW.export()  # jobs read MLflow settings from the environment, not from params
+
+
+def all_targets():
+    return grid.targets(config)
+
+
+def spec(*sections):
+    """The config sections a job depends on, as JSON for `ltopd --spec` (params -> reruns)."""
+    return json.dumps({"profile": config["profile"], **{k: config[k] for k in sections}}, sort_keys=True)
+
+
+def code(*packages):
+    """Library sources a job depends on (Snakemake's code trigger sees only the shell command)."""
+    return sorted(str(p) for pkg in packages for p in Path("src/ltopd", pkg).rglob("*.py"))
+
