@@ -1,0 +1,53 @@
+"""Load and save backbones from local directories only (config.json + weights + processor files)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from ltopd.models.backbone import Backbone, family_ops
+from ltopd.models.processor import ImageTextProcessor
+
+
+def load_backbone(path: str | Path) -> Backbone:
+    """Backbone from a saved directory, offline; clear errors for missing or unsupported checkpoints."""
+    directory = Path(path)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"backbone directory {directory} does not exist")
+    config_file = directory / "config.json"
+    if not config_file.is_file():
+        raise FileNotFoundError(f"{directory} has no config.json: not a saved model")
+    model_type = json.loads(config_file.read_text()).get("model_type")
+    ops = family_ops(model_type)  # ValueError naming the value and the supported ones
+    config = ops.config_class.from_pretrained(directory, local_files_only=True)
+    architectures = config.architectures or [ops.model_class.__name__]
+    if ops.model_class.__name__ not in architectures:
+        raise ValueError(
+            f"architecture {architectures} is not supported for model_type {model_type!r}; "
+            f"supported: {ops.model_class.__name__}"
+        )
+    model = ops.model_class.from_pretrained(directory, config=config, local_files_only=True).eval()
+    return Backbone(model=model, processor=ImageTextProcessor.from_pretrained(directory))
+
+
+def save_backbone(backbone: Backbone, path: str | Path) -> Path:
+    """Write model and processor into a temp dir beside `path`, then rename it into place."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        backbone.model.save_pretrained(staging)
+        backbone.processor.save_pretrained(staging)
+        if target.exists():
+            retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
+            target.rename(retired / target.name)
+            staging.rename(target)
+            shutil.rmtree(retired)
+        else:
+            staging.rename(target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target

@@ -1,0 +1,250 @@
+"""The reduction hook against independent references (hand-built pruned sequences, dense model)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from PIL import Image
+
+from ltopd.models.hook import Selection, check_ratio, prune_sequence
+from ltopd.models.tokenizer import build_tokenizer
+from ltopd.models.twins import twin_backbone
+
+CORPUS = [
+    "What colour is the square? How many circles are there? Is there a red triangle?",
+    "A. red B. blue C. green D. yellow. The answer is 3 shapes.",
+] * 20
+
+
+def _image(side_w: int, side_h: int, seed: int) -> Image.Image:
+    g = torch.Generator().manual_seed(seed)
+    pixels = torch.randint(0, 256, (side_h, side_w, 3), generator=g, dtype=torch.uint8)
+    return Image.fromarray(pixels.numpy())
+
+
+@pytest.fixture(scope="module")
+def bb():
+    torch.manual_seed(0)
+    return twin_backbone("qwen35-tiny", build_tokenizer(CORPUS, 400), seed=3)
+
+
+RECORDS = [
+    {"question": "What colour is the square?", "options": ["red", "blue"], "images": [_image(128, 128, 1)]},
+    {"question": "How many circles?", "options": [], "images": [_image(96, 128, 2)]},
+]
+
+
+def _every_other(n: int) -> torch.Tensor:
+    return torch.arange(0, n, 2)
+
+
+def _fixed(bb, batch, pick) -> Selection:
+    sizes = [f.shape[0] for f in bb.image_features(batch)]
+    return Selection(tuple(pick(n) for n in sizes), tuple(sizes))
+
+
+def _reference_inputs(bb, record, selection):
+    """Pruned single-sample inputs built by hand from lists (independent of prune_sequence)."""
+    batch = bb.encode([record])
+    ids = batch.inputs["input_ids"][0].tolist()
+    pos, _ = bb.model.model.get_rope_index(
+        batch.inputs["input_ids"], batch.inputs["mm_token_type_ids"], batch.inputs["image_grid_thw"]
+    )
+    image_id = bb.model.config.image_token_id
+    kept_sets = [set(k.tolist()) for k in selection.kept]
+    keep_cols, image_index, token_index = [], 0, 0
+    for col, tok in enumerate(ids):
+        if tok != image_id:
+            keep_cols.append(col)
+            continue
+        if token_index in kept_sets[image_index]:
+            keep_cols.append(col)
+        token_index += 1
+        if token_index == selection.n_tokens[image_index]:
+            image_index, token_index = image_index + 1, 0
+    feats = selection.apply(bb.image_features(batch))
+    embeds = bb.model.get_input_embeddings()(torch.tensor([ids[c] for c in keep_cols])).clone()
+    image_rows = [i for i, c in enumerate(keep_cols) if ids[c] == image_id]
+    embeds[image_rows] = torch.cat(feats)
+    rope = pos[:, 0, keep_cols]
+    return embeds, rope, int(pos.max()), batch
+
+
+def _reference_logits(bb, embeds, rope, extra_ids, next_pos):
+    """Logits of a no-cache forward on [pruned prompt + extra_ids] with hand-built positions."""
+    extra = torch.tensor(extra_ids, dtype=torch.long)
+    full = torch.cat([embeds, bb.model.get_input_embeddings()(extra)]).unsqueeze(0)
+    extra_pos = (next_pos + torch.arange(len(extra_ids))).view(1, -1).expand(3, -1)
+    rope_all = torch.cat([rope, extra_pos], dim=1).unsqueeze(1)
+    text_row = torch.arange(full.shape[1]).view(1, 1, -1)
+    position_ids = torch.cat([text_row, rope_all], dim=0)
+    return bb.model(inputs_embeds=full, position_ids=position_ids).logits[0]
+
+
+def test_keep_all_equals_unhooked_model_batched(bb):
+    batch = bb.encode(RECORDS, ["red</answer>", "3</answer>"])
+    with torch.no_grad():
+        dense = bb.model(**batch.inputs).logits
+        hooked, pruned = bb.forward(batch, Selection.full([f.shape[0] for f in bb.image_features(batch)]))
+    assert pruned.input_ids.shape == batch.inputs["input_ids"].shape  # nothing dropped, no extra padding
+    mask = batch.inputs["attention_mask"].bool()
+    assert torch.allclose(hooked.logits[mask], dense[mask], atol=1e-5, rtol=0)
+
+
+def test_prune_sequence_hand_example():
+    # Row 0: pad, t, I, I, I, t ; row 1: t, t, I, I, t, t  (image token id 9, pad 0)
+    ids = torch.tensor([[0, 5, 9, 9, 9, 6], [5, 5, 9, 9, 6, 7]])
+    mask = torch.tensor([[0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]])
+    pos = torch.tensor([[0, 0, 1, 1, 1, 3], [0, 1, 2, 2, 4, 5]]).unsqueeze(0).repeat(3, 1, 1)
+    pos[1, 0, 2:5] = torch.tensor([1, 2, 3])  # a distinct h row for image 0
+    keep = torch.tensor([False, True, False, True, False])  # image 0 keeps #1, image 1 keeps #1
+    out = prune_sequence(ids, mask, pos, 9, keep, pad_token_id=0, labels=ids.clone())
+    assert out.input_ids.tolist() == [[0, 0, 5, 9, 6], [5, 5, 9, 6, 7]]
+    assert out.attention_mask.tolist() == [[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]]
+    assert out.position_ids[0].tolist() == [[0, 0, 0, 1, 2], [0, 1, 2, 3, 4]]
+    assert out.position_ids[1].tolist() == [[0, 0, 0, 1, 3], [0, 1, 2, 4, 5]]
+    assert out.position_ids[2].tolist() == [[0, 0, 0, 2, 3], [0, 1, 2, 4, 5]]
+    assert out.position_ids[3].tolist() == [[0, 0, 0, 1, 3], [0, 1, 2, 4, 5]]
+    assert out.rope_deltas.view(-1).tolist() == [3 + 1 - 3, 5 + 1 - 5]
+    assert out.labels.tolist() == [[-100, -100, 5, 9, 6], [5, 5, 9, 6, 7]]
+
+
+def test_cached_greedy_decoding_matches_full_recompute(bb):
+    record = RECORDS[0]
+    batch = bb.encode([record])
+    selection = _fixed(bb, batch, lambda n: torch.tensor([0, 5, n - 1]))
+    with torch.no_grad():
+        out = bb.generate(
+            batch, selection, max_new_tokens=5, do_sample=False, eos_token_id=None,
+            return_dict_in_generate=True, output_logits=True,
+        )
+        tokens = out.sequences[0, -5:].tolist()
+        embeds, rope, full_max, _ = _reference_inputs(bb, record, selection)
+        ref = _reference_logits(bb, embeds, rope, tokens, full_max + 1)
+    prompt_len = embeds.shape[0]
+    for step in range(5):
+        ref_step = ref[prompt_len - 1 + step]
+        assert torch.allclose(out.logits[step][0], ref_step, atol=1e-4, rtol=0)
+        assert tokens[step] == int(ref_step.argmax())
+
+
+def test_generate_at_five_percent_first_step_equals_pruned_forward(bb):
+    batch = bb.encode(RECORDS[:1])
+    selection = bb.select(batch, 0.05, "random", floor=1, seed=7)
+    assert [len(k) for k in selection.kept] == [1]  # ceil(16 * 0.05) = 1
+    with torch.no_grad():
+        out = bb.generate(batch, selection, max_new_tokens=3, do_sample=False, eos_token_id=None,
+                          return_dict_in_generate=True, output_logits=True)
+        forward, pruned = bb.forward(batch, selection)
+    assert pruned.input_ids.shape[1] == batch.inputs["input_ids"].shape[1] - 15
+    assert torch.allclose(out.logits[0][0], forward.logits[0, -1], atol=1e-5, rtol=0)
+
+
+def test_batched_left_padding_equals_per_sample(bb):
+    responses = ["red</answer>", "3 circles</answer>"]
+    batch = bb.encode(RECORDS, responses)
+    selection = _fixed(bb, batch, _every_other)
+    with torch.no_grad():
+        batched, pruned = bb.forward(batch, selection)
+        gen = bb.generate(bb.encode(RECORDS), selection, max_new_tokens=4, do_sample=False, eos_token_id=None)
+        for row, record in enumerate(RECORDS):
+            single = bb.encode([record], [responses[row]])
+            sel = Selection(selection.kept[row : row + 1], selection.n_tokens[row : row + 1])
+            alone, alone_pruned = bb.forward(single, sel)
+            n = alone_pruned.input_ids.shape[1]
+            assert pruned.input_ids[row, -n:].tolist() == alone_pruned.input_ids[0].tolist()
+            assert torch.allclose(batched.logits[row, -n:], alone.logits[0], atol=1e-4, rtol=0)
+            alone_gen = bb.generate(bb.encode([record]), sel, max_new_tokens=4, do_sample=False, eos_token_id=None)
+            assert gen[row].tolist() == alone_gen[0].tolist()
+
+
+def test_replayed_selection_gives_identical_logits(bb):
+    batch = bb.encode(RECORDS[:1], ["red</answer>"])
+    selection = bb.select(batch, 0.25, "cdpruner", floor=1)
+    replay = Selection.from_lists(selection.to_lists())
+    with torch.no_grad():
+        first, _ = bb.forward(batch, selection)
+        second, _ = bb.forward(bb.encode(RECORDS[:1], ["red</answer>"]), replay)
+    assert torch.equal(first.logits, second.logits)
+
+
+def test_gradients_reach_vision_merger_and_lm_at_five_percent(bb):
+    batch = bb.encode(RECORDS, ["red</answer>", "3</answer>"])
+    selection = bb.select(batch, 0.05, "random", floor=1)
+    bb.model.zero_grad(set_to_none=True)
+    out, _ = bb.forward(batch, selection, with_labels=True)
+    out.loss.backward()
+    visual = bb.model.model.visual
+    groups = {
+        "vision tower": visual.blocks[0].attn.qkv.weight,
+        "merger": visual.merger.linear_fc2.weight,
+        "LM": bb.model.model.language_model.layers[0].linear_attn.in_proj_qkv.weight,
+        "LM full attention": bb.model.model.language_model.layers[3].self_attn.q_proj.weight,
+    }
+    for name, param in groups.items():
+        assert param.grad is not None and param.grad.abs().sum() > 0, name
+    bb.model.zero_grad(set_to_none=True)
+
+
+def test_two_images_keep_per_image_budgets(bb):
+    record = {"question": "Which image has more?", "options": [], "images": [_image(256, 256, 3), _image(128, 128, 4)]}
+    batch = bb.encode([record])
+    selection = bb.select(batch, 0.25, "uniform", floor=1)
+    assert selection.n_tokens == (64, 16)
+    assert [len(k) for k in selection.kept] == [16, 4]
+    with torch.no_grad():
+        out, pruned = bb.forward(batch, selection)
+        embeds, rope, _, _ = _reference_inputs(bb, record, selection)
+        ref = _reference_logits(bb, embeds, rope, [], 0)
+    image_id = bb.model.config.image_token_id
+    assert int((pruned.input_ids == image_id).sum()) == 20
+    assert torch.equal(pruned.position_ids[1:, 0], rope)
+    assert torch.allclose(out.logits[0], ref, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("ratio", [0, 0.0, -0.1, 1.5])
+def test_bad_budget_is_rejected(bb, ratio):
+    with pytest.raises(ValueError, match=str(ratio).replace(".", r"\.").replace("-", r"\-")):
+        check_ratio(ratio)
+    batch = bb.encode(RECORDS[:1])
+    with pytest.raises(ValueError, match="keep ratio"):
+        bb.select(batch, ratio, "random")
+
+
+def test_attention_fields_match_eager_attention_weights(bb):
+    batch = bb.encode(RECORDS)
+    features = bb.image_features(batch)
+    needs = frozenset({"last_query_attention", "key_states", "text_key_states", "hidden_states"})
+    inputs = bb.selection_inputs(batch, features, needs)
+    bb.model.set_attn_implementation("eager")
+    try:
+        with torch.no_grad():
+            out = bb.model(**batch.inputs, output_attentions=True)
+    finally:
+        bb.model.set_attn_implementation("sdpa")
+    # The tiny twin has one full-attention layer (index 3): its attention of the last token.
+    reference = out.attentions[0][:, :, -1, :].mean(1)
+    is_image = batch.inputs["input_ids"] == bb.model.config.image_token_id
+    for row, item in enumerate(inputs):
+        cols = is_image[row].nonzero().squeeze(1)
+        assert item.last_query_attention.shape == (features[row].shape[0],)
+        assert torch.allclose(item.last_query_attention, reference[row, cols], atol=1e-6, rtol=0)
+        assert item.key_states.shape[0] == features[row].shape[0]
+        n_text = int((batch.inputs["attention_mask"][row].bool() & ~is_image[row]).sum())
+        assert item.text_key_states.shape[0] == n_text
+    selection = bb.select(batch, 0.25, "fastv", floor=1)
+    assert [len(k) for k in selection.kept] == [4, 3]  # ceil(16 / 4), ceil(12 / 4)
+
+
+def test_encoder_attention_fields_and_hiprune(bb):
+    batch = bb.encode(RECORDS)
+    features = bb.image_features(batch)
+    needs = frozenset({"encoder_attention_object", "encoder_attention_output"})
+    inputs = bb.selection_inputs(batch, features, needs)
+    for item, feats in zip(inputs, features):
+        for signal in (item.encoder_attention_object, item.encoder_attention_output):
+            assert signal.shape == (feats.shape[0],) and (signal > 0).all()
+            # Each head's query rows sum to 1 over the image's patches; a merged token averages 4 patches.
+            assert torch.allclose(signal.sum(), torch.tensor(0.25), atol=1e-5)
+    selection = bb.select(batch, 0.5, "hiprune", floor=1)
+    assert [len(k) for k in selection.kept] == [8, 6]
