@@ -12,6 +12,7 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/backbone.smk"
 
 # One MLflow parent run per invocation, created before any job runs (SQLite hates racing creators).
 onstart:

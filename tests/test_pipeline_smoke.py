@@ -72,6 +72,30 @@ def test_snakemake_builds_lt14k_and_logs_to_mlflow(snake_run):
     assert "manifest.json" in artifacts
 
 
+@pytest.mark.parametrize("backbone", ["qwen35-tiny", "glm46v-tiny", "llava-ov-tiny"])
+def test_twins_are_pretrained_saved_and_probed(snake_run, backbone):
+    repo, _ = snake_run
+    out = repo / "runs" / "smoke"
+    metrics = json.loads((out / "metrics" / "pretrain" / f"{backbone}.json").read_text())
+    assert metrics["steps"] == 4 and metrics["samples"] == 16
+    for key in ("question_only", "full/all", "cdpruner-0.05/all"):
+        assert 0.0 <= metrics[key] <= 1.0
+    from ltopd.models import load_backbone
+
+    loaded = load_backbone(out / "models" / backbone)  # loads exactly like a real checkpoint
+    assert sum(p.numel() for p in loaded.model.parameters()) == metrics["parameters"]
+    log = (out / "logs" / "pretrain_twin" / f"{backbone}.log").read_text()
+    assert "held-out accuracy (8 items): question-only baseline" in log
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{out / 'mlruns.db'}")
+    exp = client.get_experiment_by_name("ltopd-smoke")
+    (run,) = client.search_runs([exp.experiment_id], f"tags.rule = 'pretrain_twin' and tags.`wildcard.backbone` = '{backbone}'")
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "loss")] == [1, 2, 3, 4]
+    assert run.data.metrics["full/all"] == metrics["full/all"]
+
+
 def test_second_run_has_nothing_to_do(snake_run):
     repo, _ = snake_run
     proc = _run(["snakemake", "--cores", "2", "--configfile", "config/smoke.yaml", "-n"], repo)

@@ -133,7 +133,7 @@ def reference_answer(item: dict) -> str:
         singular = {s + ("es" if s.endswith("s") else "s"): s for s in SHAPES}[noun]
         return str(sum(o["shape"] == singular for o in objs))
     if task == "exists":
-        c, s = re.search(r"Is there a (\w+) (\w+) in", q).groups()
+        c, s = re.search(r"Is there an? (\w+) (\w+) in", q).groups()
         return "yes" if any(o["color"] == c and o["shape"] == s for o in objs) else "no"
     if task == "position":
         a, b = re.search(r"Is the (\w+ \w+) to the left of.*below the (\w+ \w+)\?", q).groups()

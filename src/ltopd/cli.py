@@ -74,6 +74,64 @@ def _build_lt14k(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("build-tokenizer", "learn the tiny twins' byte-level BPE from the pipeline's own text")
+def _build_tokenizer(args: argparse.Namespace) -> int:
+    from ltopd.atomic import atomic_dir
+    from ltopd.grid import BENCHMARKS
+    from ltopd.models.corpus import corpus
+    from ltopd.models.tokenizer import build_tokenizer
+    from ltopd.tracking import job_run
+
+    spec, settings = _job_inputs(args, ("pretrain", "world"))
+    tk = spec["pretrain"]["tokenizer"]
+    with job_run(settings, args.rule, json.loads(args.wildcards), spec) as run:
+        texts = list(corpus(spec["world"], tk["per_kind"], BENCHMARKS))
+        tokenizer = build_tokenizer(texts, tk["vocab_size"])
+        with atomic_dir(args.out) as tmp:
+            tokenizer.save_pretrained(str(tmp))
+        n_tokens = sum(len(tokenizer(t)["input_ids"]) for t in texts)
+        run.log_metrics({"vocab": len(tokenizer), "corpus_texts": len(texts), "tokens_per_text": n_tokens / len(texts)})
+    print(f"tokenizer: {len(tokenizer)} ids from {len(texts)} texts "
+          f"({n_tokens / len(texts):.1f} tokens per text) -> {args.out}")
+    return 0
+
+
+@command("pretrain-twin", "pretrain a tiny twin on the procedural world and probe it on a held-out split")
+def _pretrain_twin(args: argparse.Namespace) -> int:
+    from transformers import AutoTokenizer
+
+    from ltopd.atomic import write_json
+    from ltopd.models.loading import save_backbone
+    from ltopd.models import twin_job
+    from ltopd.progress import bar as progress_bar
+    from ltopd.tracking import flatten, job_run
+
+    spec, settings = _job_inputs(args, ("backbones", "pretrain", "reduction", "world"))
+    twin = spec["backbones"][args.backbone]["twin"]
+    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
+    total = sum(s["steps"] for s in spec["pretrain"]["stages"])
+    with job_run(settings, args.rule, {"backbone": args.backbone}, spec,
+                 inputs={"tokenizer": args.tokenizer}) as run, progress_bar(total, f"pretrain {twin}", "step") as bar:
+        def on_step(log):
+            run.log_metrics({"loss": log.loss, **{f"lr_{k}": v for k, v in log.lrs.items()}}, step=log.step)
+            bar.set_postfix(stage=log.stage, loss=f"{log.loss:.3f}")
+            bar.update()
+
+        backbone, metrics = twin_job.run(twin, tokenizer, spec["pretrain"], spec["world"],
+                                         spec["reduction"]["floor"], on_step=on_step)
+        save_backbone(backbone, args.out)
+        flat = {k: float(v) for k, v in flatten(metrics).items()}
+        run.log_metrics(flat)
+        write_json(args.metrics, metrics)
+    ratio = spec["pretrain"]["heldout"]["ratio"]
+    print(f"{args.backbone} ({twin}, {metrics['parameters']:,} parameters): {metrics['steps']} updates in "
+          f"{metrics['wall_s']:.0f} s, loss {metrics['loss_first']:.3f} -> {metrics['loss_last']:.3f}")
+    print(f"  held-out accuracy ({spec['pretrain']['heldout']['n']} items): question-only baseline "
+          f"{metrics['question_only']:.3f}, full tokens {metrics['full/all']:.3f}, "
+          + ", ".join(f"{s} at {ratio:g} {metrics[f'{s}-{ratio:g}/all']:.3f}" for s in spec["pretrain"]["heldout"]["selectors"]))
+    return 0
+
+
 @command("dvc-yaml", "write dvc.yaml for a profile from the experiment grid")
 def _dvc_yaml(args: argparse.Namespace) -> int:
     from ltopd.dvcgen import dvc_file, render
@@ -132,14 +190,17 @@ def _parser() -> argparse.ArgumentParser:
             s.add_argument("--benchmark", required=True)
             s.add_argument("--predictions", required=True, help="JSONL: id, prediction and the record's fields")
             s.add_argument("--records", help="optional JSONL of the benchmark records (to check ids against)")
-        if name == "build-lt14k":
+        if name in ("build-lt14k", "build-tokenizer", "pretrain-twin"):
             g = s.add_mutually_exclusive_group(required=True)
             g.add_argument("--config", help="profile YAML (run by hand)")
             g.add_argument("--spec", help="JSON of the config sections the job depends on (from Snakemake)")
             s.add_argument("--out", required=True)
-            s.add_argument("--metrics", help="small JSON summary (DVC metrics)")
+            s.add_argument("--metrics", help="small JSON summary (DVC metrics)", required=name == "pretrain-twin")
             s.add_argument("--rule", default=name)
             s.add_argument("--wildcards", default="{}")
+        if name == "pretrain-twin":
+            s.add_argument("--backbone", required=True, help="a backbone of the profile that has a `twin`")
+            s.add_argument("--tokenizer", required=True, help="folder written by build-tokenizer")
     return p
 
 

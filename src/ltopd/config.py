@@ -77,6 +77,7 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
         if not bb.get("twin") and not bb.get("checkpoint"):
             out.append(f"backbones.{name}: give either 'twin' (a tiny twin to pretrain) or 'checkpoint' (a local path)")
     out += _world_problems(cfg["world"])
+    out += _pretrain_problems(cfg)
     lt = cfg["lt14k"]
     for name, src in lt["sources"].items():
         if src["kind"] != "synthetic" and not src.get("path"):
@@ -85,6 +86,33 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
         scaled_quotas({k: v["quota"] for k, v in lt["sources"].items()}, lt["scale"], lt["num_batches"] * lt["batch_size"])
     except ValueError as e:
         out.append(f"lt14k: {e}")
+    return out
+
+
+def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
+    from ltopd.data.world import TASKS
+    from ltopd.models.twins import TWINS
+    from ltopd.selectors import SELECTORS
+
+    out = []
+    for name, bb in cfg["backbones"].items():
+        if bb.get("twin") and bb["twin"] not in TWINS:
+            out.append(f"backbones.{name}.twin: {bb['twin']!r} is not a tiny twin; allowed values: {sorted(TWINS)}")
+    if "pretrain" not in cfg:
+        twins = [n for n, bb in cfg["backbones"].items() if bb.get("twin")]
+        return out + ([f"pretrain: required because backbones {twins} are tiny twins to pretrain"] if twins else [])
+    pt = cfg["pretrain"]
+    for i, stage in enumerate(pt["stages"]):
+        bad = [t for t in stage["tasks"] if t not in TASKS]
+        if bad:
+            out.append(f"pretrain.stages.{i}.tasks: {bad} unknown; allowed values: {sorted(TASKS)}")
+        out += [f"pretrain.stages.{i}.{p}" for p in _world_problems({**cfg["world"], **stage.get("world", {})})]
+    bad = [t for t in pt["heldout"]["tasks"] if t not in TASKS]
+    if bad:
+        out.append(f"pretrain.heldout.tasks: {bad} unknown; allowed values: {sorted(TASKS)}")
+    bad = [s for s in pt["heldout"]["selectors"] if s not in SELECTORS]
+    if bad:
+        out.append(f"pretrain.heldout.selectors: {bad} unknown; allowed values: {sorted(SELECTORS)}")
     return out
 
 

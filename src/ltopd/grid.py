@@ -66,13 +66,24 @@ def paths(cfg: dict[str, Any]) -> dict[str, str]:
         "lt14k_metrics": str(root / "metrics" / "lt14k.json"),
         "logs": str(root / "logs"),
         "mlflow_parent": str(root / "logs" / "mlflow-parent.json"),
+        "tokenizer": str(root / "models" / "tokenizer"),
+        "twin": str(root / "models" / "{backbone}"),
+        "twin_metrics": str(root / "metrics" / "pretrain" / "{backbone}.json"),
     }
+
+
+def twins(cfg: dict[str, Any]) -> list[str]:
+    """Backbones the pipeline pretrains itself (tiny twins); the others are local checkpoints."""
+    return [name for name, bb in cfg["backbones"].items() if bb.get("twin")]
 
 
 def targets(cfg: dict[str, Any]) -> list[str]:
     """What `rule all` builds: every stage's final outputs for this profile."""
     p = paths(cfg)
-    return [p["lt14k"], p["lt14k_metrics"]]
+    out = [p["lt14k"], p["lt14k_metrics"]]
+    for b in twins(cfg):
+        out += [p["twin"].format(backbone=b), p["twin_metrics"].format(backbone=b)]
+    return out
 
 
 def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
@@ -81,7 +92,7 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
     p = paths(cfg)
     snake = ("snakemake --cores all --configfile {cfg} --rerun-triggers params input software-env code "
              "--rerun-incomplete").format(cfg=config_file)
-    return {
+    stages: dict[str, Any] = {
         "lt14k": {
             "cmd": f"{snake} -- {p['lt14k']} {p['lt14k_metrics']}",
             "deps": [config_file, "Snakefile", "workflow/rules/data.smk", "src/ltopd/data"],
@@ -90,3 +101,16 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
             "metrics": [{p["lt14k_metrics"]: {"cache": False}}],
         },
     }
+    tw = twins(cfg)
+    if tw:
+        outs = [p["twin"].format(backbone=b) for b in tw]
+        mets = [p["twin_metrics"].format(backbone=b) for b in tw]
+        stages["twins"] = {
+            "cmd": f"{snake} -- {' '.join(outs + mets)}",
+            "deps": [config_file, "Snakefile", "workflow/rules/backbone.smk", "src/ltopd/models",
+                     "src/ltopd/data/world", "src/ltopd/selectors"],
+            "params": [{config_file: ["backbones", "pretrain", "reduction", "world"]}],
+            "outs": [{p["tokenizer"]: {"persist": True}}] + [{o: {"persist": True}} for o in outs],
+            "metrics": [{m: {"cache": False}} for m in mets],
+        }
+    return stages

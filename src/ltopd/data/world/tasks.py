@@ -128,7 +128,7 @@ def task_exists(scene: Scene, rng: np.random.Generator) -> TaskOutput:
     else:
         color, shape = _pick(rng, pope_negatives(scene, split))
         answer, ev = "no", []
-    q = f"Is there a {color} {shape} in the image?"
+    q = f"Is there {'an' if color[0] in 'aeiou' else 'a'} {color} {shape} in the image?"
     return q, [], answer, answer, _meta(
         "exists/color-shape", {"color": color, "shape": shape}, ev, ["yes", "no"],
         pope_split=split)
