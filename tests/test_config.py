@@ -45,6 +45,9 @@ def _broken(tmp_path, mutate) -> Path:
     (lambda c: c["lt14k"].update(batch_size=9), ["lt14k", "num_batches x batch_size = 1575"]),
     (lambda c: c["lt14k"]["sources"]["llava"].update(kind="jsonl"), ["lt14k.sources.llava.path", "required"]),
     (lambda c: c["grid"]["backbones"].append("qwen-huge"), ["grid.backbones", "qwen-huge", "defined backbones"]),
+    (lambda c: c["pretrain"]["stages"][1]["tasks"].append("count"), ["pretrain.stages.1", "'count' cannot be posed"]),
+    (lambda c: c["pretrain"]["stages"][0]["tasks"].append("colour"), ["pretrain.stages.0.tasks", "['colour'] unknown", "allowed values"]),
+    (lambda c: c["backbones"]["qwen35-tiny"].update(twin="qwen9"), ["backbones.qwen35-tiny.twin", "allowed values"]),
 ])
 def test_bad_profiles_name_file_key_and_allowed_values(tmp_path, mutate, expected):
     path = _broken(tmp_path, mutate)

@@ -106,6 +106,9 @@ def _pretrain_twin(args: argparse.Namespace) -> int:
     from ltopd.progress import bar as progress_bar
     from ltopd.tracking import flatten, job_run
 
+    import torch
+
+    torch.set_num_threads(args.threads)  # Snakemake's `threads`: parallel 1-thread jobs beat one 2-thread job on small CPUs
     spec, settings = _job_inputs(args, ("backbones", "pretrain", "reduction", "world"))
     twin = spec["backbones"][args.backbone]["twin"]
     tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
@@ -114,7 +117,7 @@ def _pretrain_twin(args: argparse.Namespace) -> int:
                  inputs={"tokenizer": args.tokenizer}) as run, progress_bar(total, f"pretrain {twin}", "step") as bar:
         def on_step(log):
             run.log_metrics({"loss": log.loss, **{f"lr_{k}": v for k, v in log.lrs.items()}}, step=log.step)
-            bar.set_postfix(stage=log.stage, loss=f"{log.loss:.3f}")
+            bar.set_postfix(stage=log.stage, loss=f"{log.loss:.3f}", refresh=False)
             bar.update()
 
         backbone, metrics = twin_job.run(twin, tokenizer, spec["pretrain"], spec["world"],
@@ -201,6 +204,7 @@ def _parser() -> argparse.ArgumentParser:
         if name == "pretrain-twin":
             s.add_argument("--backbone", required=True, help="a backbone of the profile that has a `twin`")
             s.add_argument("--tokenizer", required=True, help="folder written by build-tokenizer")
+            s.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     return p
 
 

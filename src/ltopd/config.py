@@ -106,13 +106,34 @@ def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
         bad = [t for t in stage["tasks"] if t not in TASKS]
         if bad:
             out.append(f"pretrain.stages.{i}.tasks: {bad} unknown; allowed values: {sorted(TASKS)}")
-        out += [f"pretrain.stages.{i}.{p}" for p in _world_problems({**cfg["world"], **stage.get("world", {})})]
+        world = {**cfg["world"], **stage.get("world", {})}
+        problems = _world_problems(world)
+        out += [f"pretrain.stages.{i}.{p}" for p in problems]
+        if not bad and not problems:
+            out += [f"pretrain.stages.{i}: {p}" for p in _unaskable(stage["tasks"], world)]
+    out += [f"pretrain.heldout.{p}" for p in _world_problems({**cfg["world"], **pt["heldout"].get("world", {})})]
     bad = [t for t in pt["heldout"]["tasks"] if t not in TASKS]
     if bad:
         out.append(f"pretrain.heldout.tasks: {bad} unknown; allowed values: {sorted(TASKS)}")
     bad = [s for s in pt["heldout"]["selectors"] if s not in SELECTORS]
     if bad:
         out.append(f"pretrain.heldout.selectors: {bad} unknown; allowed values: {sorted(SELECTORS)}")
+    return out
+
+
+def _unaskable(tasks: list[str], world: dict[str, Any]) -> list[str]:
+    """Tasks the stage's world cannot pose (e.g. counts up to 5 with at most 3 objects), found by
+    generating a few items now instead of failing minutes into pretraining."""
+    from ltopd.data.sources import world_config
+    from ltopd.data.world import generate_task_item
+
+    cfg, out = world_config(world), []
+    for task in tasks:
+        try:
+            for i in range(4):
+                generate_task_item(task, i, 0, cfg)
+        except RuntimeError as e:
+            out.append(f"task {task!r} cannot be posed in this world ({e})")
     return out
 
 

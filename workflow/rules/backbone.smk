@@ -28,6 +28,7 @@ rule pretrain_twin:
         spec=spec("backbones", "pretrain", "reduction", "world"),
     wildcard_constraints:
         backbone="|".join(grid.twins(config)) or "no-twins",
+    threads: 1
     log:
         f"{PATHS['logs']}/pretrain_twin/{{backbone}}.log",
     benchmark:
@@ -36,5 +37,5 @@ rule pretrain_twin:
         "../../envs/ltopd.yaml"
     shell:
         "ltopd pretrain-twin --spec {params.spec:q} --backbone {wildcards.backbone} "
-        "--tokenizer {input.tokenizer} --out {output.model} --metrics {output.metrics} "
+        "--tokenizer {input.tokenizer} --threads {threads} --out {output.model} --metrics {output.metrics} "
         "--rule pretrain_twin > {log} 2>&1"

@@ -37,7 +37,8 @@ def stage_streams(pt: dict[str, Any], world: dict[str, Any]) -> dict[str, Any]:
 
 
 def heldout_records(pt: dict[str, Any], world: dict[str, Any]) -> list[dict[str, Any]]:
-    cfg, tasks, n = world_config(world), pt["heldout"]["tasks"], pt["heldout"]["n"]
+    cfg = world_config({**world, **pt["heldout"].get("world", {})})
+    tasks, n = pt["heldout"]["tasks"], pt["heldout"]["n"]
     return [generate_task_item(tasks[i % len(tasks)], i // len(tasks), HELDOUT_SEED, cfg) for i in range(n)]
 
 
