@@ -120,8 +120,8 @@ def _pretrain_twin(args: argparse.Namespace) -> int:
             bar.set_postfix(stage=log.stage, loss=f"{log.loss:.3f}", refresh=False)
             bar.update()
 
-        backbone, metrics = twin_job.run(twin, tokenizer, spec["pretrain"], spec["world"],
-                                         spec["reduction"]["floor"], on_step=on_step)
+        backbone, metrics = twin_job.run(twin, tokenizer, spec["pretrain"], spec["world"], spec["reduction"]["floor"],
+                                         spec["backbones"][args.backbone].get("lr_scale", 1.0), on_step=on_step)
         save_backbone(backbone, args.out)
         flat = {k: float(v) for k, v in flatten(metrics).items()}
         run.log_metrics(flat)

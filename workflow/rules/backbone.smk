@@ -25,7 +25,7 @@ rule pretrain_twin:
         model=directory(PATHS["twin"]),
         metrics=PATHS["twin_metrics"],
     params:
-        spec=spec("backbones", "pretrain", "reduction", "world"),
+        spec=twin_spec,
     wildcard_constraints:
         backbone="|".join(grid.twins(config)) or "no-twins",
     threads: 1

@@ -25,6 +25,13 @@ def spec(*sections):
     return json.dumps({"profile": config["profile"], **{k: config[k] for k in sections}}, sort_keys=True)
 
 
+def twin_spec(wildcards):
+    """A twin's job depends on its own backbone entry only, so tuning one twin reruns one job."""
+    one = {wildcards.backbone: config["backbones"][wildcards.backbone]}
+    return json.dumps({"profile": config["profile"], "backbones": one,
+                       **{k: config[k] for k in ("pretrain", "reduction", "world")}}, sort_keys=True)
+
+
 def code(*packages):
     """Library sources a job depends on (Snakemake's code trigger sees only the shell command)."""
     return sorted(str(p) for pkg in packages for p in Path("src/ltopd", pkg).rglob("*.py"))

@@ -21,10 +21,12 @@ PRETRAIN_SEED_BASE = 5_000_000
 HELDOUT_SEED = 6_000_000
 
 
-def pretrain_config(pt: dict[str, Any]) -> PretrainConfig:
+def pretrain_config(pt: dict[str, Any], lr_scale: float = 1.0) -> PretrainConfig:
+    """The profile's stages; `lr_scale` is the twin's own factor (families differ in how large a
+    step they tolerate: docs/pretraining.md)."""
     stages = tuple(
-        Stage(s["name"], s["steps"], lr_lm=s.get("lr_lm", s["lr"]), lr_merger=s.get("lr_merger", s["lr"]),
-              lr_vision=s.get("lr_vision", s["lr"]))
+        Stage(s["name"], s["steps"], lr_lm=lr_scale * s.get("lr_lm", s["lr"]),
+              lr_merger=lr_scale * s.get("lr_merger", s["lr"]), lr_vision=lr_scale * s.get("lr_vision", s["lr"]))
         for s in pt["stages"])
     return PretrainConfig(stages=stages, batch_size=pt["batch_size"], seed=pt["seed"], warmup_steps=pt["warmup_steps"])
 
@@ -56,11 +58,11 @@ def probe(backbone: Backbone, records: list[dict[str, Any]], heldout: dict[str, 
     return out
 
 
-def run(twin: str, tokenizer, pt: dict[str, Any], world: dict[str, Any], floor: int,
+def run(twin: str, tokenizer, pt: dict[str, Any], world: dict[str, Any], floor: int, lr_scale: float = 1.0,
         on_step: Callable[[StepLog], None] | None = None, progress: bool = True) -> tuple[Backbone, dict[str, Any]]:
     """Build the twin from its config, pretrain it, probe it; return (backbone, metrics)."""
     backbone = twin_backbone(twin, tokenizer, seed=pt["seed"])
-    curve = pretrain(backbone, stage_streams(pt, world), pretrain_config(pt), on_step=on_step)
+    curve = pretrain(backbone, stage_streams(pt, world), pretrain_config(pt, lr_scale), on_step=on_step)
     metrics = {**summarize(curve), **probe(backbone, heldout_records(pt, world), pt["heldout"], floor, progress)}
     metrics["parameters"] = sum(p.numel() for p in backbone.model.parameters())
     return backbone, metrics
