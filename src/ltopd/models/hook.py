@@ -184,12 +184,21 @@ def placeholder_keep(selection: Selection, trailing: int = 0) -> Tensor:
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.bool)
 
 
+def plain_qk(attn: Any, h: Tensor) -> tuple[Tensor, Tensor]:
+    """Pre-rotary queries and keys (B, heads, S, d) of a plain q_proj/k_proj attention block."""
+    bsz, seq, _ = h.shape
+    q = attn.q_proj(h).view(bsz, seq, -1, attn.head_dim).transpose(1, 2)
+    k = attn.k_proj(h).view(bsz, seq, -1, attn.head_dim).transpose(1, 2)
+    return q, k
+
+
 def dense_attention_signals(
     layers: Sequence[Any],
     layer_idx: int,
     run: Callable[[], Any],
     attention_mask: Tensor,
     rotary: Callable[[Tensor, Tensor, Tensor, Tensor], tuple[Tensor, Tensor]],
+    project_qk: Callable[[Any, Tensor], tuple[Tensor, Tensor]] | None = None,
 ) -> dict[str, Tensor]:
     """Selector signals at LM layer `layer_idx` (plain q_proj/k_proj softmax attention) of the dense
     context that `run()` forwards with output_hidden_states (no grad), per batch position.
@@ -214,8 +223,7 @@ def dense_attention_signals(
         attn = layer.self_attn
         h = layer.input_layernorm(captured["hidden"])
         bsz, seq, _ = h.shape
-        q = attn.q_proj(h).view(bsz, seq, -1, attn.head_dim).transpose(1, 2)
-        k = attn.k_proj(h).view(bsz, seq, -1, attn.head_dim).transpose(1, 2)
+        q, k = (project_qk or plain_qk)(attn, h)
         q, k = rotary(q, k, *captured["rope"])
         k_rep = k.repeat_interleave(attn.num_key_value_groups, dim=1)
         scores = torch.einsum("bhd,bhsd->bhs", q[:, :, -1], k_rep) * attn.scaling

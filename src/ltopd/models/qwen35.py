@@ -15,7 +15,7 @@ from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 from transformers.models.qwen3_5.modeling_qwen3_5 import apply_rotary_pos_emb, apply_rotary_pos_emb_vision
 
-from ltopd.models.hook import PrunedSequence
+from ltopd.models.hook import PrunedSequence, dense_attention_signals
 
 
 class Qwen35Ops:
@@ -121,38 +121,11 @@ class Qwen35Ops:
         key_states (B, S, KV*d): post-norm, post-rotary keys at L; hidden_states (B, S, D): the
         output of layer L (the input of layer L + 1).
         """
-        layer_idx = self.attention_layer(model)
-        layer = model.model.language_model.layers[layer_idx]
-        captured: dict[str, Any] = {}
-
-        def grab(_module: Any, args: tuple, kwargs: dict) -> None:
-            captured["hidden"] = args[0] if args else kwargs["hidden_states"]
-            captured["rope"] = kwargs["position_embeddings"]
-
-        handle = layer.register_forward_pre_hook(grab, with_kwargs=True)
-        try:
-            with torch.no_grad():
-                out = model(**_model_inputs(batch), output_hidden_states=True)
-        finally:
-            handle.remove()
-        with torch.no_grad():
-            attn = layer.self_attn
-            h = layer.input_layernorm(captured["hidden"])
-            bsz, seq, _ = h.shape
-            q, _gate = torch.chunk(attn.q_proj(h).view(bsz, seq, -1, attn.head_dim * 2), 2, dim=-1)
-            q = attn.q_norm(q).transpose(1, 2)
-            k = attn.k_norm(attn.k_proj(h).view(bsz, seq, -1, attn.head_dim)).transpose(1, 2)
-            cos, sin = captured["rope"]
-            q, k = apply_rotary_pos_emb(q, k, cos, sin)
-            k_rep = k.repeat_interleave(attn.num_key_value_groups, dim=1)
-            scores = torch.einsum("bhd,bhsd->bhs", q[:, :, -1], k_rep) * attn.scaling
-            scores = scores.masked_fill(~batch["attention_mask"].bool().unsqueeze(1), float("-inf"))
-            last_query_attention = scores.softmax(-1).mean(1)
-        return {
-            "last_query_attention": last_query_attention,
-            "key_states": k.transpose(1, 2).reshape(bsz, seq, -1),
-            "hidden_states": out.hidden_states[layer_idx + 1],
-        }
+        return dense_attention_signals(
+            model.model.language_model.layers, self.attention_layer(model),
+            lambda: model(**_model_inputs(batch), output_hidden_states=True),
+            batch["attention_mask"], apply_rotary_pos_emb, project_qk=_gated_qk,
+        )
 
     def encoder_signals(
         self, model: Qwen3_5ForConditionalGeneration, batch: Mapping[str, Tensor]
@@ -202,3 +175,13 @@ class Qwen35Ops:
 def _model_inputs(batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
     keys = ("input_ids", "attention_mask", "mm_token_type_ids", "pixel_values", "image_grid_thw")
     return {key: batch[key] for key in keys if batch.get(key) is not None}
+
+
+def _gated_qk(attn: Any, h: Tensor) -> tuple[Tensor, Tensor]:
+    """Qwen3.5's full-attention q_proj also emits the output gate (dropped here); q and k are
+    RMS-normed per head before the rotary embedding."""
+    bsz, seq, _ = h.shape
+    q, _gate = torch.chunk(attn.q_proj(h).view(bsz, seq, -1, attn.head_dim * 2), 2, dim=-1)
+    q = attn.q_norm(q).transpose(1, 2)
+    k = attn.k_norm(attn.k_proj(h).view(bsz, seq, -1, attn.head_dim)).transpose(1, 2)
+    return q, k
