@@ -13,7 +13,6 @@ from ltopd.models.backbone import Backbone
 from ltopd.models.pretrain import (
     PretrainConfig,
     Stage,
-    curriculum,
     parameter_groups,
     pretrain,
     warmup_factor,
@@ -21,6 +20,7 @@ from ltopd.models.pretrain import (
 from ltopd.models.processor import ImageTextProcessor, build_image_processor
 from ltopd.models.prompt import build_target
 from ltopd.models.tokenizer import build_tokenizer
+from ltopd.models.twin_job import stage_streams
 from ltopd.models.twins import twin_config
 
 SIDE = 64  # 4x4 patches -> 4 visual tokens: keeps every update well under a second
@@ -28,7 +28,9 @@ SIDE = 64  # 4x4 patches -> 4 visual tokens: keeps every update well under a sec
 
 @pytest.fixture(scope="module")
 def records() -> list[dict]:
-    stream = curriculum(seed=3, image_size=SIDE)["single"]
+    single = {"name": "single", "steps": 8, "lr": 2e-3, "tasks": ["color", "shape"],
+              "world": {"min_objects": 1, "max_objects": 1, "text_prob": 0.0, "clutter": 0.0}}
+    stream = stage_streams({"seed": 3, "stages": [single]}, {"image_size": SIDE})["single"]
     return list(itertools.islice(stream, 8))
 
 
@@ -59,6 +61,17 @@ def test_parameter_groups_partition_the_model(tok):
     visual = {id(p) for p in model.model.visual.parameters()}
     assert ids["vision"] == visual - ids["merger"]
     assert ids["lm"].isdisjoint(visual) and id(model.lm_head.weight) in ids["lm"]
+
+
+def test_parameter_groups_of_llava_onevision(tok):
+    from ltopd.models.twins import build_twin
+
+    model = build_twin("llava-ov-tiny", tok)
+    groups = {g: {id(p) for p in ps} for g, ps in parameter_groups(model).items()}
+    projector = {id(p) for p in model.model.multi_modal_projector.parameters()} | {id(model.model.image_newline)}
+    assert groups["merger"] == projector
+    assert groups["vision"] == {id(p) for p in model.model.vision_tower.parameters()}
+    assert sum(map(len, groups.values())) == len({id(p) for p in model.parameters()})
 
 
 def test_warmup_factor_by_hand():

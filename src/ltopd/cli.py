@@ -151,23 +151,24 @@ def _dvc_yaml(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_jsonl(path: str) -> list[dict[str, Any]]:
+    rows = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise SystemExit(f"{path}:{n}: not valid JSON ({e})")
+    return rows
+
+
 @command("score", "score a predictions JSONL file with a benchmark's official metric")
 def _score(args: argparse.Namespace) -> int:
     from ltopd.bench.scoring import check_predictions, score
 
-    preds = []
-    for n, line in enumerate(Path(args.predictions).read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                preds.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise SystemExit(f"{args.predictions}:{n}: not valid JSON ({e})")
-    reference = {}
+    preds = _read_jsonl(args.predictions)
     if args.records:
-        for line in Path(args.records).read_text().splitlines():
-            if line.strip():
-                r = json.loads(line)
-                reference[r["id"]] = r
+        reference = {r["id"]: r for r in _read_jsonl(args.records)}
     else:  # no reference given: the file itself, so ids are still checked for gaps and duplicates
         reference = {p["id"]: p for p in preds if "id" in p}
     try:

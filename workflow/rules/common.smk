@@ -20,16 +20,16 @@ def all_targets():
     return grid.targets(config)
 
 
-def spec(*sections):
+def spec(*sections, **overrides):
     """The config sections a job depends on, as JSON for `ltopd --spec` (params -> reruns)."""
-    return json.dumps({"profile": config["profile"], **{k: config[k] for k in sections}}, sort_keys=True)
+    body = {"profile": config["profile"], **{k: config[k] for k in sections}, **overrides}
+    return json.dumps(body, sort_keys=True)
 
 
 def twin_spec(wildcards):
     """A twin's job depends on its own backbone entry only, so tuning one twin reruns one job."""
     one = {wildcards.backbone: config["backbones"][wildcards.backbone]}
-    return json.dumps({"profile": config["profile"], "backbones": one,
-                       **{k: config[k] for k in ("pretrain", "reduction", "world")}}, sort_keys=True)
+    return spec("pretrain", "reduction", "world", backbones=one)
 
 
 def code(*packages):

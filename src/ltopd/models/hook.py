@@ -184,6 +184,17 @@ def placeholder_keep(selection: Selection, trailing: int = 0) -> Tensor:
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.bool)
 
 
+class ConfigTokenIds:
+    """Image placeholder and pad ids as every supported family's config stores them."""
+
+    def image_token_id(self, model: Any) -> int:
+        return int(model.config.image_token_id)
+
+    def pad_token_id(self, model: Any) -> int:
+        pad = model.config.text_config.pad_token_id
+        return 0 if pad is None else int(pad)
+
+
 def plain_qk(attn: Any, h: Tensor) -> tuple[Tensor, Tensor]:
     """Pre-rotary queries and keys (B, heads, S, d) of a plain q_proj/k_proj attention block."""
     bsz, seq, _ = h.shape

@@ -27,26 +27,19 @@ from transformers import LlavaOnevisionConfig, LlavaOnevisionForConditionalGener
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 from transformers.models.qwen2.modeling_qwen2 import apply_rotary_pos_emb
 
-from ltopd.models.hook import PrunedSequence, dense_attention_signals
+from ltopd.models.hook import ConfigTokenIds, PrunedSequence, dense_attention_signals
 
 # FastV / DART read the attention of layer K - 1 with K = 2 (0-based index 1).
 SIGNAL_LAYER = 1
 
 
-class LlavaOVOps:
+class LlavaOVOps(ConfigTokenIds):
     """FamilyOps for LlavaOnevisionForConditionalGeneration with one base tile per image."""
 
     model_type = "llava_onevision"
     config_class = LlavaOnevisionConfig
     model_class = LlavaOnevisionForConditionalGeneration
     trailing_placeholders = 1
-
-    def image_token_id(self, model: LlavaOnevisionForConditionalGeneration) -> int:
-        return int(model.config.image_token_id)
-
-    def pad_token_id(self, model: LlavaOnevisionForConditionalGeneration) -> int:
-        pad = model.config.text_config.pad_token_id
-        return 0 if pad is None else int(pad)
 
     def grid_side(self, model: LlavaOnevisionForConditionalGeneration) -> int:
         vision = model.config.vision_config

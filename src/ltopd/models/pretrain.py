@@ -77,14 +77,22 @@ class PretrainMetrics:
     stage_final_loss: dict[str, float] = field(default_factory=dict)
 
 
+# Module-name prefixes of the vision side in each family (Qwen3.5 and GLM: `visual` with its
+# `merger`; LLaVA-OneVision: `vision_tower`, `multi_modal_projector` and the newline embedding).
+MERGER_PREFIXES = ("model.visual.merger.", "model.multi_modal_projector.", "model.image_newline")
+VISION_PREFIXES = ("model.visual.", "model.vision_tower.")
+
+
 def parameter_groups(model: torch.nn.Module) -> dict[str, list[torch.nn.Parameter]]:
     """Split trainable parameters into vision tower, merger (projector) and language model."""
     groups: dict[str, list[torch.nn.Parameter]] = {g: [] for g in GROUPS}
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
-        if ".visual." in f".{name}":
-            groups["merger" if ".merger." in name else "vision"].append(param)
+        if name.startswith(MERGER_PREFIXES):
+            groups["merger"].append(param)
+        elif name.startswith(VISION_PREFIXES):
+            groups["vision"].append(param)
         else:
             groups["lm"].append(param)
     return groups
@@ -99,29 +107,6 @@ def task_stream(tasks: Sequence[str], seed: int, cfg: WorldConfig, start: int = 
     """Endless round-robin over `tasks` of the synthetic world (plain wording), deterministic."""
     for i in itertools.count(start):
         yield generate_task_item(tasks[i % len(tasks)], i // len(tasks), seed, cfg)
-
-
-def curriculum(
-    seed: int,
-    image_size: int = 256,
-    warmup_tasks: Sequence[str] = ("color", "shape"),
-    main_tasks: Sequence[str] = ("color", "shape", "exists"),
-    main_cfg: WorldConfig | None = None,
-) -> dict[str, Iterator[dict]]:
-    """Item streams for the default two stages: 'single' (one object per image) then 'main'.
-
-    The main stage defaults to the tasks a CPU-sized twin learns within minutes; count and
-    position need several times more updates (add them for longer runs).
-    """
-    single = WorldConfig.for_size(image_size, min_objects=1, max_objects=1, text_prob=0.0, clutter=0.0)
-    return {
-        "single": task_stream(warmup_tasks, seed, single),
-        "main": task_stream(main_tasks, seed + 1, main_cfg or WorldConfig.for_size(image_size)),
-    }
-
-
-def default_config(single_steps: int = 150, main_steps: int = 300, batch_size: int = 32, seed: int = 0) -> PretrainConfig:
-    return PretrainConfig(stages=(Stage("single", single_steps), Stage("main", main_steps)), batch_size=batch_size, seed=seed)
 
 
 def _streams(items: Iterable[dict] | Mapping[str, Iterable[dict]], stages: Sequence[Stage]) -> dict[str, Iterator[dict]]:

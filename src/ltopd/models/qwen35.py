@@ -15,22 +15,15 @@ from transformers import Qwen3_5Config, Qwen3_5ForConditionalGeneration
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 from transformers.models.qwen3_5.modeling_qwen3_5 import apply_rotary_pos_emb, apply_rotary_pos_emb_vision
 
-from ltopd.models.hook import PrunedSequence, dense_attention_signals
+from ltopd.models.hook import ConfigTokenIds, PrunedSequence, dense_attention_signals
 
 
-class Qwen35Ops:
+class Qwen35Ops(ConfigTokenIds):
     """FamilyOps for Qwen3_5ForConditionalGeneration (image inputs; t = 1 per image)."""
 
     model_type = "qwen3_5"
     config_class = Qwen3_5Config
     model_class = Qwen3_5ForConditionalGeneration
-
-    def image_token_id(self, model: Qwen3_5ForConditionalGeneration) -> int:
-        return int(model.config.image_token_id)
-
-    def pad_token_id(self, model: Qwen3_5ForConditionalGeneration) -> int:
-        pad = model.config.text_config.pad_token_id
-        return 0 if pad is None else int(pad)
 
     def merge_size(self, model: Qwen3_5ForConditionalGeneration) -> int:
         return int(model.config.vision_config.spatial_merge_size)

@@ -110,18 +110,12 @@ def _qwen_config(spec: TwinSpec, tokenizer: PreTrainedTokenizerFast) -> Qwen3_5C
     ids = {token: tokenizer.convert_tokens_to_ids(token) for token in (IMAGE_PAD, VIDEO_PAD, VISION_START, VISION_END)}
     grid_side = spec.image_side // spec.patch_size
     text_config = {
-        "vocab_size": len(tokenizer),
-        "hidden_size": spec.hidden,
-        "intermediate_size": 2 * spec.hidden,
-        "num_hidden_layers": spec.layers,
-        "num_attention_heads": spec.heads,
-        "num_key_value_heads": spec.kv_heads,
+        **_lm_base(spec, tokenizer),
         "head_dim": spec.head_dim,
         "linear_key_head_dim": spec.head_dim,
         "linear_value_head_dim": spec.head_dim,
         "linear_num_key_heads": spec.kv_heads,
         "linear_num_value_heads": spec.heads,
-        "max_position_embeddings": 4096,
         # partial_rotary_factor 1: mrope_section must then sum to head_dim / 2.
         "rope_parameters": {
             "rope_type": "default",
@@ -130,8 +124,6 @@ def _qwen_config(spec: TwinSpec, tokenizer: PreTrainedTokenizerFast) -> Qwen3_5C
             "mrope_section": mrope_section(spec.head_dim // 2),
             "mrope_interleaved": True,
         },
-        "pad_token_id": tokenizer.pad_token_id,
-        "eos_token_id": tokenizer.eos_token_id,
     }
     vision_config = {
         "depth": spec.vision_layers,
@@ -155,9 +147,14 @@ def _qwen_config(spec: TwinSpec, tokenizer: PreTrainedTokenizerFast) -> Qwen3_5C
 
 
 def _lm_config(spec: TwinSpec, tokenizer: PreTrainedTokenizerFast) -> dict:
-    """Language-model fields shared by the GLM and LLaVA twins (head_dim = hidden / heads there)."""
+    """Language-model fields of the GLM and LLaVA twins (head_dim = hidden / heads there)."""
     if spec.hidden != spec.heads * spec.head_dim:
         raise ValueError(f"hidden {spec.hidden} must equal heads {spec.heads} x head_dim {spec.head_dim}")
+    return _lm_base(spec, tokenizer)
+
+
+def _lm_base(spec: TwinSpec, tokenizer: PreTrainedTokenizerFast) -> dict:
+    """Language-model fields every family's twin shares."""
     return {
         "vocab_size": len(tokenizer),
         "hidden_size": spec.hidden,
