@@ -13,6 +13,8 @@ validate(config, "workflow/schemas/config.schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/backbone.smk"
+include: "workflow/rules/eval.smk"
+include: "workflow/rules/report.smk"
 
 # One MLflow parent run per invocation, created before any job runs (SQLite hates racing creators).
 onstart:

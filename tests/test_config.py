@@ -48,6 +48,12 @@ def _broken(tmp_path, mutate) -> Path:
     (lambda c: c["pretrain"]["stages"][1]["tasks"].append("count"), ["pretrain.stages.1", "'count' cannot be posed"]),
     (lambda c: c["pretrain"]["stages"][0]["tasks"].append("colour"), ["pretrain.stages.0.tasks", "['colour'] unknown", "allowed values"]),
     (lambda c: c["backbones"]["qwen35-tiny"].update(twin="qwen9"), ["backbones.qwen35-tiny.twin", "allowed values"]),
+    (lambda c: c["evaluation"]["benchmarks"].pop("pope"), ["evaluation.benchmarks", "no entry for grid benchmark 'pope'"]),
+    (lambda c: c["evaluation"]["benchmarks"].update(pope={"n": 7}), ["evaluation.benchmarks.pope.n", "multiple of 2"]),
+    (lambda c: c["evaluation"]["benchmarks"].update(pope={"n": 8, "path": "x"}), ["evaluation.benchmarks.pope"]),
+    (lambda c: c["evaluation"]["benchmarks"].update(popee={"n": 8}), ["evaluation.benchmarks", "'popee'", "allowed values"]),
+    (lambda c: c["grid"]["methods"].append("ltopd"), ["grid.methods", "['ltopd'] are trained methods", "allowed values now"]),
+    (lambda c: c["pretrain"]["stages"][0].update(styles=["fancy"]), ["pretrain.stages.0.styles.0", "allowed values", "onethinker"]),
 ])
 def test_bad_profiles_name_file_key_and_allowed_values(tmp_path, mutate, expected):
     path = _broken(tmp_path, mutate)

@@ -96,6 +96,37 @@ def test_twins_are_pretrained_saved_and_probed(snake_run, backbone):
     assert run.data.metrics["full/all"] == metrics["full/all"]
 
 
+def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
+    repo, _ = snake_run
+    out = repo / "runs" / "smoke"
+    import csv
+
+    rows = list(csv.DictReader((out / "results" / "table2.csv").open()))
+    ours = [(r["method"], r["budget"]) for r in rows if r["source"] == "ours"]
+    assert ours == [("full", "1"), ("cdpruner", "0.05")]
+    assert any(r["source"] == "paper" and r["method"] == "ltopd" and r["avg_retain"] == "82.30" for r in rows)
+    full = next(r for r in rows if r["method"] == "full" and r["source"] == "ours")
+    assert full["avg_retain"] in ("100.00", "")  # empty only if every full score is 0
+    assert "| paper | LT-OPD | 5% |" in (out / "results" / "table2.md").read_text()
+    assert (out / "results" / "figures" / "table2_retain_vs_budget.png").stat().st_size > 1000
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{out / 'mlruns.db'}")
+    exp = client.get_experiment_by_name("ltopd-smoke")
+    runs = client.search_runs([exp.experiment_id], "tags.rule = 'evaluate'")
+    assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)
+    for bench in ("vstar", "pope"):
+        job = out / "results" / "eval" / "qwen35-tiny" / "cdpruner" / "0.05" / bench / "seed0"
+        metrics = json.loads((job / "metrics.json").read_text())
+        assert metrics["n"] == {"vstar": 8, "pope": 12}[bench] and metrics["ratio"] == 0.05
+        proc = _run(["ltopd", "score", "--benchmark", bench, "--predictions", str(job / "predictions.jsonl")], repo)
+        assert json.loads(proc.stdout)["score"] == metrics["score"]
+        (run,) = [r for r in runs if r.data.tags["wildcard.benchmark"] == bench
+                  and r.data.tags["wildcard.method"] == "cdpruner"]
+        assert run.data.metrics["score"] == metrics["score"]
+
+
 def test_second_run_has_nothing_to_do(snake_run):
     repo, _ = snake_run
     proc = _run(["snakemake", "--cores", "2", "--configfile", "config/smoke.yaml", "-n"], repo)

@@ -126,3 +126,20 @@ def test_deterministic_for_a_seed(tok, records):
         runs.append((m.losses, [p.detach().clone() for p in bb.model.parameters()]))
     assert runs[0][0] == runs[1][0]
     assert all(torch.equal(a, b) for a, b in zip(runs[0][1], runs[1][1]))
+
+
+def test_task_stream_cycles_styles_and_multiple_choice_answers_by_letter():
+    import itertools
+
+    from ltopd.data.sources import world_config
+    from ltopd.models.pretrain import task_stream
+
+    cfg = world_config({"image_size": 128})
+    plain = list(itertools.islice(task_stream(["color"], 7, cfg), 6))
+    assert all(not r["options"] and r["source"] == "world" for r in plain)
+    styled = list(itertools.islice(task_stream(["color", "exists"], 7, cfg, styles=[None, "onethinker"]), 40))
+    assert {r["source"] for r in styled} == {"world", "onethinker"}
+    mc = [r for r in styled if r["options"]]
+    assert mc and all(r["source"] == "onethinker" and r["answer"] in "ABCDEFG" and len(r["answer"]) == 1 for r in mc)
+    again = list(itertools.islice(task_stream(["color", "exists"], 7, cfg, styles=[None, "onethinker"]), 40))
+    assert [r["id"] for r in again] == [r["id"] for r in styled]

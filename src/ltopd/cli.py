@@ -135,6 +135,97 @@ def _pretrain_twin(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("build-bench", "build one benchmark's records (synthetic twin or real data) for evaluation")
+def _build_bench(args: argparse.Namespace) -> int:
+    from ltopd.bench.store import build_records, save_records
+    from ltopd.tracking import job_run
+
+    spec, settings = _job_inputs(args, ("evaluation", "world"))
+    entries = spec["evaluation"]["benchmarks"]
+    if args.benchmark not in entries:
+        raise SystemExit(f"evaluation.benchmarks has no entry for {args.benchmark!r}; it has {sorted(entries)}")
+    with job_run(settings, args.rule, {"benchmark": args.benchmark, "seed": str(args.seed)}, spec) as run:
+        records = build_records(args.benchmark, entries[args.benchmark], args.seed, spec["world"])
+        save_records(records, args.out)
+        run.log_metrics({"records": len(records), "images": sum(len(r["images"]) for r in records)})
+    kind = "real data" if entries[args.benchmark].get("path") else f"synthetic twin, seed {args.seed}"
+    print(f"{args.benchmark}: {len(records)} records ({kind}) -> {args.out}")
+    return 0
+
+
+@command("evaluate", "predict and score one (backbone, method, budget, benchmark, seed)")
+def _evaluate(args: argparse.Namespace) -> int:
+    import torch
+
+    from ltopd.atomic import atomic_file, write_json
+    from ltopd.bench.evaluate import evaluate
+    from ltopd.bench.store import load_saved
+    from ltopd.grid import eval_setting
+    from ltopd.models.loading import load_backbone
+    from ltopd.tracking import job_run
+
+    torch.set_num_threads(args.threads)
+    spec, settings = _job_inputs(args, ("evaluation", "reduction"))
+    ratio, selector = eval_setting(args.method, args.budget)
+    key = {"backbone": args.backbone, "method": args.method, "budget": args.budget,
+           "benchmark": args.benchmark, "seed": args.seed}
+    with job_run(settings, args.rule, {k: str(v) for k, v in key.items()}, spec,
+                 inputs={"model": args.model, "records": args.records}) as run:
+        backbone = load_backbone(args.model)
+        records = load_saved(args.records)
+        rows, metrics = evaluate(backbone, records, args.benchmark, ratio, selector, spec["reduction"]["floor"],
+                                 spec["evaluation"]["batch_size"], seed=args.seed)
+        out = Path(args.out_dir)
+        with atomic_file(out / "predictions.jsonl") as fh:
+            fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        run.log_metrics({k: float(v) for k, v in _numbers(metrics).items()})
+        run.log_artifact(out / "predictions.jsonl")
+        write_json(out / "metrics.json", {**key, "ratio": ratio, "selector": selector if ratio < 1 else None,
+                                          **metrics})
+    print(f"{args.benchmark} | {args.backbone} {args.method} at {args.budget:g} (seed {args.seed}): "
+          f"score {metrics['score']:.2f}, {metrics['n']} questions, {metrics['n_unparsed']} unparsed, "
+          f"{metrics['questions_per_s']} q/s")
+    return 0
+
+
+def _numbers(d: dict[str, Any], prefix: str = "") -> dict[str, float]:
+    """The numeric leaves of a (nested) metrics dict, keys joined with '/' (MLflow metric names)."""
+    out: dict[str, float] = {}
+    for k, v in d.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_numbers(v, f"{name}/"))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[name] = float(v)
+    return out
+
+
+@command("table2", "build results/table2.csv/.md and the retain-vs-budget figure from evaluation metrics")
+def _table2(args: argparse.Namespace) -> int:
+    from ltopd.atomic import atomic_file
+    from ltopd.report import figures, table2
+    from ltopd.tracking import job_run
+
+    spec, settings = _job_inputs(args, ("grid", "seeds"))
+    backbone, benchmarks = spec["grid"]["backbones"][0], spec["grid"]["benchmarks"]
+    with job_run(settings, args.rule, {}, spec) as run:
+        rows, notes = table2.build(table2.load_results(args.results), backbone, benchmarks)
+        with atomic_file(args.out) as fh:
+            fh.write(table2.to_csv(rows, benchmarks))
+        md = table2.to_markdown(rows, benchmarks, notes)
+        with atomic_file(args.markdown) as fh:
+            fh.write(f"# Table 2 ({spec['profile']} profile)\n\n" + md)
+        figures.retain_vs_budget(rows, args.figure, f"Average retain ratio vs budget ({backbone}, "
+                                 f"{spec['profile']} profile; x = paper, Qwen3.5-4B)")
+        run.log_metrics({f"{r['method']}-{r['budget']:g}/avg_retain": r["avg_retain"].mean
+                         for r in rows if r["source"] == "ours" and r["avg_retain"].n})
+        run.log_artifact(args.out)
+        run.log_artifact(args.markdown)
+        run.log_artifact(args.figure)
+    print(md)
+    return 0
+
+
 @command("dvc-yaml", "write dvc.yaml for a profile from the experiment grid")
 def _dvc_yaml(args: argparse.Namespace) -> int:
     from ltopd.dvcgen import dvc_file, render
@@ -202,6 +293,29 @@ def _parser() -> argparse.ArgumentParser:
             s.add_argument("--metrics", help="small JSON summary (DVC metrics)", required=name == "pretrain-twin")
             s.add_argument("--rule", default=name)
             s.add_argument("--wildcards", default="{}")
+        if name in ("build-bench", "evaluate", "table2"):
+            g = s.add_mutually_exclusive_group(required=True)
+            g.add_argument("--config", help="profile YAML (run by hand)")
+            g.add_argument("--spec", help="JSON of the config sections the job depends on (from Snakemake)")
+            s.add_argument("--rule", default=name)
+        if name in ("build-bench", "evaluate"):
+            s.add_argument("--benchmark", required=True)
+            s.add_argument("--seed", type=int, required=True, help="evaluation seed")
+        if name == "build-bench":
+            s.add_argument("--out", required=True, help="folder for the records (a `datasets` dataset)")
+        if name == "evaluate":
+            s.add_argument("--backbone", required=True, help="backbone name (recorded with the results)")
+            s.add_argument("--model", required=True, help="model folder (twin, checkpoint or trained student)")
+            s.add_argument("--records", required=True, help="folder written by build-bench")
+            s.add_argument("--method", required=True, help="grid method: full, a selector, or a trained method")
+            s.add_argument("--budget", type=float, required=True, help="visual-token budget (1 for full)")
+            s.add_argument("--out-dir", required=True, help="gets predictions.jsonl and metrics.json")
+            s.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+        if name == "table2":
+            s.add_argument("--results", nargs="+", required=True, help="metrics.json files of `ltopd evaluate`")
+            s.add_argument("--out", required=True, help="CSV")
+            s.add_argument("--markdown", required=True)
+            s.add_argument("--figure", required=True, help="PNG: retain ratio vs budget")
         if name == "pretrain-twin":
             s.add_argument("--backbone", required=True, help="a backbone of the profile that has a `twin`")
             s.add_argument("--tokenizer", required=True, help="folder written by build-tokenizer")

@@ -73,6 +73,16 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     for b in grid["benchmarks"]:
         if b not in BENCHMARKS:
             out.append(f"grid.benchmarks: {b!r} is not a known benchmark; allowed values: {list(BENCHMARKS)}")
+        elif b not in cfg["evaluation"]["benchmarks"]:
+            out.append(f"evaluation.benchmarks: no entry for grid benchmark {b!r}; give {{n: ...}} (synthetic "
+                       f"twin) or {{path: ...}} (real data)")
+    for b in cfg["evaluation"]["benchmarks"]:
+        if b not in BENCHMARKS:
+            out.append(f"evaluation.benchmarks: {b!r} is not a known benchmark; allowed values: {list(BENCHMARKS)}")
+    trained = [m for m in grid["methods"] if METHODS.get(m) == "trained"]
+    if trained:
+        out.append(f"grid.methods: {trained} are trained methods, which this version cannot run yet; "
+                   f"allowed values now: {sorted(m for m, f in METHODS.items() if f != 'trained')}")
     for name, bb in cfg["backbones"].items():
         if not bb.get("twin") and not bb.get("checkpoint"):
             out.append(f"backbones.{name}: give either 'twin' (a tiny twin to pretrain) or 'checkpoint' (a local path)")

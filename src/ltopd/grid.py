@@ -58,6 +58,23 @@ def eval_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
             yield EvalJob(bb, m, float(b), bench, seed)
 
 
+def eval_setting(method: str, budget: float) -> tuple[float, str]:
+    """(keep ratio, selector) an evaluation of ``method`` at ``budget`` runs with: the reference
+    keeps every token; a selector keeps ``budget`` of them itself; a trained student is evaluated
+    with the selector it was trained with (CDPruner, as in the paper)."""
+    family = METHODS.get(method)
+    if family is None:
+        raise ValueError(f"unknown method {method!r}; known: {sorted(METHODS)}")
+    if not 0 < budget <= 1:
+        raise ValueError(f"budget must be in (0, 1], got {budget!r}")
+    if family == "reference":
+        return 1.0, "cdpruner"  # selector unused at ratio 1
+    return float(budget), method if family == "selector" else TRAIN_SELECTOR
+
+
+TRAIN_SELECTOR = "cdpruner"
+
+
 def paths(cfg: dict[str, Any]) -> dict[str, str]:
     """Every artifact path of the pipeline, relative to the working directory."""
     root = Path(cfg["out_root"])
@@ -69,7 +86,31 @@ def paths(cfg: dict[str, Any]) -> dict[str, str]:
         "tokenizer": str(root / "models" / "tokenizer"),
         "twin": str(root / "models" / "{backbone}"),
         "twin_metrics": str(root / "metrics" / "pretrain" / "{backbone}.json"),
+        "bench": str(root / "data" / "bench" / "{benchmark}" / "seed{seed}"),
+        "eval_dir": str(root / "results" / "eval" / "{backbone}" / "{method}" / "{budget}" / "{benchmark}" / "seed{seed}"),
+        "eval_metrics": str(root / "results" / "eval" / "{backbone}" / "{method}" / "{budget}" / "{benchmark}"
+                            / "seed{seed}" / "metrics.json"),
+        "eval_predictions": str(root / "results" / "eval" / "{backbone}" / "{method}" / "{budget}" / "{benchmark}"
+                                / "seed{seed}" / "predictions.jsonl"),
+        "table2": str(root / "results" / "table2.csv"),
+        "table2_md": str(root / "results" / "table2.md"),
+        "table2_fig": str(root / "results" / "figures" / "table2_retain_vs_budget.png"),
     }
+
+
+def eval_outputs(cfg: dict[str, Any], key: str = "eval_metrics") -> list[str]:
+    """The ``key`` path (metrics or predictions) of every evaluation job of the grid."""
+    p = paths(cfg)[key]
+    return [p.format(backbone=j.backbone, method=j.method, budget=j.budget_tag, benchmark=j.benchmark, seed=j.seed)
+            for j in eval_jobs(cfg)]
+
+
+def table2_inputs(cfg: dict[str, Any]) -> list[str]:
+    """Table 2 reads the evaluations of the grid's first backbone (Qwen3.5-4B in the paper)."""
+    first = cfg["grid"]["backbones"][0]
+    p = paths(cfg)["eval_metrics"]
+    return [p.format(backbone=j.backbone, method=j.method, budget=j.budget_tag, benchmark=j.benchmark, seed=j.seed)
+            for j in eval_jobs(cfg) if j.backbone == first]
 
 
 def twins(cfg: dict[str, Any]) -> list[str]:
@@ -83,7 +124,12 @@ def targets(cfg: dict[str, Any]) -> list[str]:
     out = [p["lt14k"], p["lt14k_metrics"]]
     for b in twins(cfg):
         out += [p["twin"].format(backbone=b), p["twin_metrics"].format(backbone=b)]
-    return out
+    return out + eval_outputs(cfg) + table2_targets(cfg)
+
+
+def table2_targets(cfg: dict[str, Any]) -> list[str]:
+    p = paths(cfg)
+    return [p["table2"], p["table2_md"], p["table2_fig"]]
 
 
 def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
@@ -113,4 +159,16 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
             "outs": [{p["tokenizer"]: {"persist": True}}] + [{o: {"persist": True}} for o in outs],
             "metrics": [{m: {"cache": False}} for m in mets],
         }
+    root = Path(cfg["out_root"])
+    tables = table2_targets(cfg)
+    stages["table2"] = {
+        "cmd": f"{snake} -- all_evaluations {' '.join(tables)}",  # rule all_evaluations: every eval job
+        "deps": [config_file, "Snakefile", "workflow/rules/eval.smk", "workflow/rules/report.smk",
+                 "src/ltopd/bench", "src/ltopd/report", "src/ltopd/models", "src/ltopd/selectors"]
+        + [p["twin"].format(backbone=b) for b in tw if b in cfg["grid"]["backbones"]],
+        "params": [{config_file: ["evaluation", "grid", "seeds", "reduction", "world"]}],
+        "outs": [{str(root / "data" / "bench"): {"persist": True}},
+                 {str(root / "results" / "eval"): {"persist": True}}]
+        + [{t: {"persist": True, "cache": False}} for t in tables],
+    }
     return stages

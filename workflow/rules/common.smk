@@ -36,3 +36,19 @@ def code(*packages):
     """Library sources a job depends on (Snakemake's code trigger sees only the shell command)."""
     return sorted(str(p) for pkg in packages for p in Path("src/ltopd", pkg).rglob("*.py"))
 
+
+def bench_spec(wildcards):
+    """A benchmark's build depends on its own entry only (changing POPE's n rebuilds POPE)."""
+    ev = config["evaluation"]
+    return spec("world", evaluation={"benchmarks": {wildcards.benchmark: ev["benchmarks"][wildcards.benchmark]}})
+
+
+def bench_source(wildcards):
+    path = config["evaluation"]["benchmarks"][wildcards.benchmark].get("path")
+    return [path] if path else []
+
+
+def model_dir(wildcards):
+    """The weights an evaluation loads: the twin the pipeline pretrained, or a local checkpoint."""
+    bb = config["backbones"][wildcards.backbone]
+    return bb["checkpoint"] if bb.get("checkpoint") else PATHS["twin"].format(backbone=wildcards.backbone)

@@ -103,10 +103,14 @@ def warmup_factor(step: int, warmup_steps: int) -> float:
     return 1.0 if warmup_steps <= 0 else min(1.0, (step + 1) / warmup_steps)
 
 
-def task_stream(tasks: Sequence[str], seed: int, cfg: WorldConfig, start: int = 0) -> Iterator[dict]:
-    """Endless round-robin over `tasks` of the synthetic world (plain wording), deterministic."""
+def task_stream(tasks: Sequence[str], seed: int, cfg: WorldConfig, start: int = 0,
+                styles: Sequence[str | None] = (None,)) -> Iterator[dict]:
+    """Endless round-robin over `tasks` of the synthetic world, deterministic. Item i is phrased
+    in ``styles[(i // len(tasks)) % len(styles)]`` (None: the plain wording); a source style
+    brings its wrappers and its multiple-choice rate (option lists answered by letter)."""
     for i in itertools.count(start):
-        yield generate_task_item(tasks[i % len(tasks)], i // len(tasks), seed, cfg)
+        k = i // len(tasks)
+        yield generate_task_item(tasks[i % len(tasks)], k, seed, cfg, style=styles[k % len(styles)])
 
 
 def _streams(items: Iterable[dict] | Mapping[str, Iterable[dict]], stages: Sequence[Stage]) -> dict[str, Iterator[dict]]:

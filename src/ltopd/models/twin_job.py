@@ -34,7 +34,8 @@ def pretrain_config(pt: dict[str, Any], lr_scale: float = 1.0) -> PretrainConfig
 def stage_streams(pt: dict[str, Any], world: dict[str, Any]) -> dict[str, Any]:
     """One deterministic item stream per stage, each with its own world overrides and seed."""
     return {s["name"]: task_stream(s["tasks"], PRETRAIN_SEED_BASE + pt["seed"] * 100 + i,
-                                   world_config({**world, **s.get("world", {})}))
+                                   world_config({**world, **s.get("world", {})}),
+                                   styles=[None if x == "plain" else x for x in s.get("styles", ["plain"])])
             for i, s in enumerate(pt["stages"])}
 
 

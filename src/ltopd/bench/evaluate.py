@@ -1,0 +1,49 @@
+"""One evaluation: a backbone, a selector and a budget on one benchmark -> predictions + metrics.
+
+The protocol is the paper's (Appendix D, ltopd.models.prompt): system message, images before
+text, the empty-think + open-answer prefix, greedy decoding that stops at '</answer>' or at the
+benchmark's generation cap. Scoring is the benchmark's official scorer (ltopd.bench.scoring).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ltopd.bench.scoring import check_predictions, score
+from ltopd.bench.suites import SUITES
+from ltopd.models.backbone import Backbone
+from ltopd.models.inference import predict
+
+# Record fields copied into each prediction row, so the row alone can be re-scored
+# (`ltopd score --predictions`), without the images.
+ROW_FIELDS = ("id", "source", "question", "options", "answer", "task", "meta")
+END_OF_TURN = "<|im_end|>"
+
+
+def clean(generated: str) -> str:
+    """The generated text up to the end of the turn (the answer tags are left to the scorer)."""
+    return generated.split(END_OF_TURN, 1)[0]
+
+
+def evaluate(backbone: Backbone, records: Sequence[dict[str, Any]], benchmark: str, ratio: float = 1.0,
+             selector: str = "cdpruner", floor: int = 1, batch_size: int = 32, seed: int = 0,
+             progress: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(prediction rows, metrics). ``ratio`` 1 keeps every visual token; below 1, ``selector``
+    keeps ``max(floor, ceil(N * ratio))`` of each image's N tokens."""
+    if benchmark not in SUITES:
+        raise ValueError(f"unknown benchmark {benchmark!r}; known: {', '.join(sorted(SUITES))}")
+    if not records:
+        raise ValueError(f"{benchmark}: no records to evaluate")
+    start = time.perf_counter()
+    generations = predict(backbone, records, ratio, selector, floor, batch_size,
+                          max_new_tokens=SUITES[benchmark].generation_cap, seed=seed,
+                          progress=progress, desc=f"{benchmark} r={ratio:g}")
+    wall = time.perf_counter() - start
+    rows = [{**{k: rec.get(k) for k in ROW_FIELDS}, "prediction": clean(gen)}
+            for rec, gen in zip(records, generations, strict=True)]
+    check_predictions({r["id"]: r for r in records}, rows)
+    metrics = score(benchmark, rows)
+    metrics.update(wall_s=round(wall, 3), questions_per_s=round(len(rows) / wall, 2))
+    return rows, metrics
