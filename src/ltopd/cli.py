@@ -180,7 +180,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
         run.log_metrics({k: float(v) for k, v in _numbers(metrics).items()})
         run.log_artifact(out / "predictions.jsonl")
-        write_json(out / "metrics.json", {**key, "ratio": ratio, "selector": selector if ratio < 1 else None,
+        write_json(out / "metrics.json", {**key, "model": args.model, "ratio": ratio, "selector": selector if ratio < 1 else None,
                                           **metrics})
     print(f"{args.benchmark} | {args.backbone} {args.method} at {args.budget:g} (seed {args.seed}): "
           f"score {metrics['score']:.2f}, {metrics['n']} questions, {metrics['n_unparsed']} unparsed, "
@@ -223,6 +223,40 @@ def _table2(args: argparse.Namespace) -> int:
         run.log_artifact(args.markdown)
         run.log_artifact(args.figure)
     print(md)
+    return 0
+
+
+@command("train", "train one method's student from a backbone on LT-14K (resumes from its checkpoints)")
+def _train(args: argparse.Namespace) -> int:
+    import torch
+
+    from ltopd.atomic import write_json
+    from ltopd.models.loading import save_backbone
+    from ltopd.progress import bar as progress_bar
+    from ltopd.tracking import job_run
+    from ltopd.train import job
+
+    torch.set_num_threads(args.threads)
+    spec, settings = _job_inputs(args, ("training", "reduction"))
+    key = {"backbone": args.backbone, "method": args.method, "seed": str(args.seed)}
+    batches = json.loads((Path(args.data) / "manifest.json").read_text())["num_batches"]
+    steps = min(spec["training"].get("steps", batches), batches)
+    with job_run(settings, args.rule, key, spec, inputs={"model": args.model, "lt14k": args.data}) as run, \
+            progress_bar(steps, f"train {args.method}", "update") as bar:
+        def on_step(log):
+            run.log_metrics(log.metrics, step=log.step)
+            bar.set_postfix(loss=f"{log.metrics['loss']:.4f}", r=f"{log.metrics['keep_ratio']:.3f}", refresh=False)
+            bar.update()
+
+        student, logs, total = job.run(args.model, args.data, args.method, spec["training"], args.budget,
+                                       spec["reduction"]["floor"], args.seed, args.checkpoints, on_step=on_step)
+        save_backbone(student, args.out)
+        summary = {"updates": total, "budget": args.budget,
+                   **{f"last_{k}": v for k, v in (logs[-1].metrics if logs else {}).items()},
+                   "wall_s": sum(l.metrics["step_s"] for l in logs)}
+        write_json(args.metrics, summary)
+    print(f"{args.method} on {args.backbone} (seed {args.seed}): {total} updates to budget {args.budget:g}, "
+          f"{len(logs)} run now; last loss {summary.get('last_loss', float('nan')):.4f} -> {args.out}")
     return 0
 
 
@@ -311,6 +345,21 @@ def _parser() -> argparse.ArgumentParser:
             s.add_argument("--budget", type=float, required=True, help="visual-token budget (1 for full)")
             s.add_argument("--out-dir", required=True, help="gets predictions.jsonl and metrics.json")
             s.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+        if name == "train":
+            g = s.add_mutually_exclusive_group(required=True)
+            g.add_argument("--config", help="profile YAML (run by hand)")
+            g.add_argument("--spec", help="JSON of the config sections the job depends on (from Snakemake)")
+            s.add_argument("--rule", default=name)
+            s.add_argument("--backbone", required=True)
+            s.add_argument("--model", required=True, help="the starting model folder (twin or checkpoint)")
+            s.add_argument("--data", required=True, help="LT-14K folder (build-lt14k output)")
+            s.add_argument("--method", required=True)
+            s.add_argument("--budget", type=float, required=True, help="target visual-token budget")
+            s.add_argument("--seed", type=int, required=True)
+            s.add_argument("--checkpoints", required=True, help="folder for resumable checkpoints")
+            s.add_argument("--out", required=True, help="the trained student (save_pretrained folder)")
+            s.add_argument("--metrics", required=True)
+            s.add_argument("--threads", type=int, default=1)
         if name == "table2":
             s.add_argument("--results", nargs="+", required=True, help="metrics.json files of `ltopd evaluate`")
             s.add_argument("--out", required=True, help="CSV")

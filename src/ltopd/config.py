@@ -79,10 +79,18 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     for b in cfg["evaluation"]["benchmarks"]:
         if b not in BENCHMARKS:
             out.append(f"evaluation.benchmarks: {b!r} is not a known benchmark; allowed values: {list(BENCHMARKS)}")
-    trained = [m for m in grid["methods"] if METHODS.get(m) == "trained"]
-    if trained:
-        out.append(f"grid.methods: {trained} are trained methods, which this version cannot run yet; "
-                   f"allowed values now: {sorted(m for m, f in METHODS.items() if f != 'trained')}")
+    from ltopd.selectors import SELECTORS
+    from ltopd.train.methods import TRAINED
+
+    runnable = sorted(m for m, f in METHODS.items() if f != "trained" or m in TRAINED)
+    missing = [m for m in grid["methods"] if m in METHODS and m not in runnable]
+    if missing:
+        out.append(f"grid.methods: {missing} have no trainer in this version; allowed values now: {runnable}")
+    trained = [m for m in grid["methods"] if m in TRAINED]
+    if trained and "training" not in cfg:
+        out.append(f"training: required because grid.methods has trained methods {trained}")
+    if "training" in cfg and cfg["training"]["selector"] not in SELECTORS:
+        out.append(f"training.selector: {cfg['training']['selector']!r} unknown; allowed values: {sorted(SELECTORS)}")
     for name, bb in cfg["backbones"].items():
         if not bb.get("twin") and not bb.get("checkpoint"):
             out.append(f"backbones.{name}: give either 'twin' (a tiny twin to pretrain) or 'checkpoint' (a local path)")

@@ -92,6 +92,9 @@ def paths(cfg: dict[str, Any]) -> dict[str, str]:
                             / "seed{seed}" / "metrics.json"),
         "eval_predictions": str(root / "results" / "eval" / "{backbone}" / "{method}" / "{budget}" / "{benchmark}"
                                 / "seed{seed}" / "predictions.jsonl"),
+        "student": str(root / "models" / "students" / "{backbone}" / "{method}" / "seed{seed}"),
+        "train_metrics": str(root / "metrics" / "train" / "{backbone}" / "{method}" / "seed{seed}.json"),
+        "checkpoints": str(root / "train_state" / "{backbone}" / "{method}" / "seed{seed}"),
         "table2": str(root / "results" / "table2.csv"),
         "table2_md": str(root / "results" / "table2.md"),
         "table2_fig": str(root / "results" / "figures" / "table2_retain_vs_budget.png"),
@@ -163,11 +166,15 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
     tables = table2_targets(cfg)
     stages["table2"] = {
         "cmd": f"{snake} -- all_evaluations {' '.join(tables)}",  # rule all_evaluations: every eval job
-        "deps": [config_file, "Snakefile", "workflow/rules/eval.smk", "workflow/rules/report.smk",
-                 "src/ltopd/bench", "src/ltopd/report", "src/ltopd/models", "src/ltopd/selectors"]
+        "deps": [config_file, "Snakefile", "workflow/rules/eval.smk", "workflow/rules/train.smk",
+                 "workflow/rules/report.smk", "src/ltopd/bench", "src/ltopd/report", "src/ltopd/models",
+                 "src/ltopd/selectors", "src/ltopd/train"]
         + [p["twin"].format(backbone=b) for b in tw if b in cfg["grid"]["backbones"]],
-        "params": [{config_file: ["evaluation", "grid", "seeds", "reduction", "world"]}],
+        "params": [{config_file: ["evaluation", "grid", "seeds", "reduction", "world"]
+                    + (["training"] if "training" in cfg else [])}],
         "outs": [{str(root / "data" / "bench"): {"persist": True}},
+                 {str(root / "models" / "students"): {"persist": True}},
+                 {str(root / "metrics" / "train"): {"persist": True, "cache": False}},
                  {str(root / "results" / "eval"): {"persist": True}}]
         + [{t: {"persist": True, "cache": False}} for t in tables],
     }

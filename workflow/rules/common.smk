@@ -48,7 +48,14 @@ def bench_source(wildcards):
     return [path] if path else []
 
 
-def model_dir(wildcards):
-    """The weights an evaluation loads: the twin the pipeline pretrained, or a local checkpoint."""
+def base_model(wildcards):
+    """A backbone's weights: the twin the pipeline pretrained, or a local checkpoint."""
     bb = config["backbones"][wildcards.backbone]
     return bb["checkpoint"] if bb.get("checkpoint") else PATHS["twin"].format(backbone=wildcards.backbone)
+
+
+def model_dir(wildcards):
+    """The weights an evaluation loads: a trained method's student, else the backbone itself."""
+    if grid.METHODS[wildcards.method] == "trained":
+        return PATHS["student"].format(**wildcards)
+    return base_model(wildcards)

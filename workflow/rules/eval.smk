@@ -35,8 +35,7 @@ rule evaluate:
     wildcard_constraints:
         seed=r"\d+",
         budget=r"[0-9.]+",
-        # trained students come with the training issue; until then only full and selectors
-        method="|".join(m for m, f in grid.METHODS.items() if f != "trained"),
+        method="|".join(grid.METHODS),
     threads: 1
     log:
         f"{PATHS['logs']}/evaluate/{{backbone}}/{{method}}-{{budget}}-{{benchmark}}-seed{{seed}}.log",

@@ -1,0 +1,176 @@
+"""`ltopd table5 measure|build`: the Appendix E protocol on one backbone, then Table 5.
+
+Wired into ltopd.cli as the `table5` subcommand (add_parser + run); ``main`` parses the same
+arguments on its own: ``python -m ltopd.efficiency.cli table5 build --config config/default.yaml ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+# Used when a profile has no `efficiency` section (the schema's defaults should say the same).
+DEFAULTS: dict[str, Any] = {
+    "benchmark": "textvqa",
+    "questions": 8,
+    "min_answer_tokens": 6,
+    "repeats": 5,
+    "ref_tokens": 128,
+    "warmup": 1,
+    "methods": ["full", "cdpruner", "hiprune"],
+    "analytic_config": "config/models/qwen3_5_4b.json",
+    "device": "cpu",
+    "dtype": "float32",
+    "profile_flops": True,
+}
+
+
+def settings(spec: dict[str, Any]) -> dict[str, Any]:
+    return {**DEFAULTS, **(spec.get("efficiency") or {})}
+
+
+def methods(names: list[str], budget: float) -> list[Any]:
+    """Table rows: `full` keeps everything; a selector name keeps `budget` with that selector;
+    `ltopd` (or any trained method) is the student's inference = CDPruner at `budget`."""
+    from ltopd.efficiency.latency import Method
+    from ltopd.grid import eval_setting
+
+    out = []
+    for name in names:
+        ratio, selector = eval_setting(name, 1.0 if name == "full" else budget)
+        out.append(Method(name, ratio, selector))
+    return out
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("table5", help="efficiency (Table 5): measure one backbone, or build the table")
+    actions = p.add_subparsers(dest="table5_action", required=True)
+    for name, help in (("measure", "run the Appendix E protocol on one backbone -> JSON"),
+                       ("build", "results/table5.csv/.md from measurements + the analytic Qwen3.5-4B rows")):
+        s = actions.add_parser(name, help=help)
+        g = s.add_mutually_exclusive_group(required=True)
+        g.add_argument("--config", help="profile YAML (run by hand)")
+        g.add_argument("--spec", help="JSON of the config sections the job depends on (from Snakemake)")
+        s.add_argument("--rule", default=f"table5_{name}")
+        if name == "measure":
+            s.add_argument("--backbone", required=True)
+            s.add_argument("--model", required=True, help="model folder (twin or checkpoint)")
+            s.add_argument("--records", required=True, help="TextVQA records folder (build-bench output)")
+            s.add_argument("--budget", type=float, required=True, help="reduced rows keep this fraction")
+            s.add_argument("--seed", type=int, default=0)
+            s.add_argument("--out", required=True, help="measurement JSON")
+            s.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+        else:
+            s.add_argument("--measurements", nargs="*", default=[], help="JSON files of `table5 measure`")
+            s.add_argument("--analytic-config", help="HF-style config of the analytic rows (default: profile's)")
+            s.add_argument("--out", required=True, help="CSV")
+            s.add_argument("--markdown", required=True)
+    p.set_defaults(func=run)
+    return p
+
+
+def _inputs(args: argparse.Namespace, sections: tuple[str, ...]):
+    """(spec, MLflow settings) from --config or --spec, like ltopd.cli's jobs; a missing
+    `efficiency` section means DEFAULTS."""
+    from ltopd.tracking import Settings
+
+    if args.config:
+        from ltopd import config as config_mod
+
+        cfg = config_mod.load(args.config)
+        return {"profile": cfg["profile"], **{k: cfg.get(k) or {} for k in sections}}, Settings.from_config(cfg)
+    spec = json.loads(args.spec)
+    missing = [k for k in ("profile", *sections) if k not in spec and k != "efficiency"]
+    if missing:
+        raise SystemExit(f"--spec lacks section(s) {missing}")
+    return {**spec, "efficiency": spec.get("efficiency") or {}}, Settings.from_env()
+
+
+def measure(args: argparse.Namespace) -> int:
+    import torch
+
+    from ltopd.atomic import write_json
+    from ltopd.bench.store import load_saved
+    from ltopd.efficiency.analytic import TextArch, kv_cache, prefill_flops
+    from ltopd.efficiency.latency import Protocol
+    from ltopd.efficiency.latency import measure as run_protocol
+    from ltopd.models.loading import load_backbone
+    from ltopd.tracking import job_run
+
+    torch.set_num_threads(args.threads)
+    spec, tracking = _inputs(args, ("efficiency", "reduction"))
+    eff = settings(spec)
+    protocol = Protocol.from_config(eff)
+    floor = int(spec["reduction"]["floor"])
+    rows = methods(list(eff["methods"]), args.budget)
+    key = {"backbone": args.backbone}
+    with job_run(tracking, args.rule, key, spec, inputs={"model": args.model, "records": args.records}) as run:
+        backbone = load_backbone(args.model)
+        dtype = getattr(torch, eff["dtype"])
+        device = eff["device"] if eff["device"] != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+        backbone.model.to(device=device, dtype=dtype)
+        records = load_saved(args.records)
+        results = run_protocol(backbone, records, rows, protocol, floor=floor, seed=args.seed,
+                               profile_flops=bool(eff["profile_flops"]))
+        arch = TextArch.from_config(backbone.model.config, name=args.backbone)
+        element = torch.tensor([], dtype=dtype).element_size()
+        out = []
+        for r in results:
+            d = r.as_dict()
+            d["analytic_flops"] = sum(prefill_flops(arch, n).total for n in r.per_question_tokens) / len(r.per_question_tokens)
+            d["analytic_kv_bytes"] = kv_cache(arch, r.prefill_tokens, element).kv_bytes
+            out.append(d)
+            run.log_metrics({f"{r.method.name}/latency_ms": r.latency_ms, f"{r.method.name}/kv_bytes": r.kv_bytes,
+                             f"{r.method.name}/prefill_tokens": r.prefill_tokens})
+        write_json(args.out, {"backbone": args.backbone, "model": args.model, "device": str(device),
+                              "dtype": eff["dtype"], "budget": args.budget, "floor": floor,
+                              "protocol": protocol.__dict__, "arch": {k: v for k, v in arch.__dict__.items()
+                                                                       if k != "extra"},
+                              "results": out})
+    for d in out:
+        print(f"{args.backbone} {d['method']} (keep {d['ratio']:g}): {d['latency_ms']:.1f} ms over "
+              f"{d['questions']} questions, {d['prefill_tokens']:.1f} prefill tokens, KV {d['kv_bytes']:.0f} B")
+    return 0
+
+
+def build(args: argparse.Namespace) -> int:
+    from ltopd.atomic import atomic_file
+    from ltopd.efficiency import table5
+    from ltopd.efficiency.analytic import TextArch
+    from ltopd.tracking import job_run
+
+    spec, tracking = _inputs(args, ("efficiency",))
+    eff = settings(spec)
+    arch = TextArch.from_file(args.analytic_config or eff["analytic_config"])
+    with job_run(tracking, args.rule, {}, spec) as run:
+        rows = table5.build(arch, table5.load_measurements(args.measurements))
+        with atomic_file(args.out) as fh:
+            fh.write(table5.to_csv(rows))
+        md = table5.to_markdown(rows, table5.notes(rows, arch))
+        with atomic_file(args.markdown) as fh:
+            fh.write(f"# Table 5 ({spec['profile']} profile)\n\n" + md)
+        for r in rows:
+            if r["source"] != "paper" and r["flops_ratio"] is not None:
+                run.log_metrics({f"{r['source']}/{r['backbone']}/{r['method']}/flops_ratio": r["flops_ratio"]})
+        run.log_artifact(args.out)
+        run.log_artifact(args.markdown)
+    print(md)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return {"measure": measure, "build": build}[args.table5_action](args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ltopd-table5")
+    add_parser(parser.add_subparsers(dest="cmd", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""One training run of the pipeline: LT-14K in its sampler order, a student loaded like any
+checkpoint, the method's trainer, checkpoints for resume, the trained student saved."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ltopd.train.methods import method_spec
+from ltopd.train.trainer import StepLog, TrainConfig, make_trainer
+
+
+def lt14k_batches(path: str | Path) -> list[list[dict]]:
+    """LT-14K's batches in the order the balanced sampler wrote them (one per update)."""
+    from ltopd.data import lt14k
+
+    ds, _ = lt14k.load(path)
+    groups: dict[int, list[tuple[int, dict]]] = defaultdict(list)
+    for rec in ds:
+        groups[int(rec["batch"])].append((int(rec["position"]), rec))
+    return [[r for _, r in sorted(groups[b], key=lambda x: x[0])] for b in sorted(groups)]
+
+
+def run(model_dir: str | Path, data_dir: str | Path, method: str, training: Mapping[str, Any], budget: float,
+        floor: int, seed: int, ckpt_dir: str | Path, on_step: Callable[[StepLog], None] | None = None):
+    """Train ``method`` from the model in ``model_dir``; returns (trained backbone, step logs)."""
+    from ltopd.models.loading import load_backbone
+
+    batches = lt14k_batches(data_dir)
+    total = min(training.get("steps", len(batches)), len(batches))
+    student = load_backbone(model_dir)
+    cfg = TrainConfig.from_profile(training, budget=budget, floor=floor, seed=seed)
+    trainer = make_trainer(student, method_spec(method), cfg, total)
+    logs = trainer.fit(batches, ckpt_dir, on_step=on_step)
+    student.model = trainer.accelerator.unwrap_model(student.model)
+    return student, logs, total

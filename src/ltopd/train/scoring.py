@@ -1,0 +1,57 @@
+"""Teacher and student score the same response tokens: the shared core of every trainer.
+
+``encode(records, responses)`` right-aligns each response after its left-padded prompt, and the
+reduction hook keeps that alignment (it re-left-pads after dropping visual tokens), so the last
+T columns of the shifted logits line up response token by response token for any selection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ltopd.models.backbone import Backbone, EncodedBatch
+from ltopd.models.hook import Selection
+
+IGNORE_INDEX = -100
+
+
+@dataclass
+class Scored:
+    logits: Tensor  # (B, T, V): logits[b, j] is the distribution of response token j of row b
+    ids: Tensor  # (B, T) the response tokens (0 where masked)
+    mask: Tensor  # (B, T) True on real response tokens
+
+
+def response_view(logits: Tensor, labels: Tensor, width: int) -> Scored:
+    """The last ``width`` next-token predictions of a forward (logits (B, L, V), labels (B, L)
+    unshifted with IGNORE_INDEX outside the responses)."""
+    lg = logits[:, :-1][:, -width:]
+    lab = labels[:, 1:][:, -width:]
+    mask = lab != IGNORE_INDEX
+    return Scored(lg, lab.clamp_min(0), mask)
+
+
+def encode_responses(backbone: Backbone, records: Sequence[Mapping[str, Any]],
+                     responses: Sequence[Sequence[int] | str]) -> tuple[EncodedBatch, int]:
+    batch = backbone.encode(records, list(responses))
+    width = int(batch.response_mask.sum(1).max())
+    return batch, width
+
+
+def score(backbone: Backbone, batch: EncodedBatch, width: int, selection: Selection | None) -> Scored:
+    """Response-token logits of ``backbone`` on ``batch`` with ``selection`` (None: every visual
+    token). Gradients flow when grad is enabled."""
+    out, pruned = backbone.forward(batch, selection, with_labels=True)
+    return response_view(out.logits, pruned.labels, width)
+
+
+@torch.no_grad()
+def score_teacher(teacher: Backbone, batch: EncodedBatch, width: int) -> Scored:
+    """The dense teacher's view (eval mode, no gradients)."""
+    teacher.model.eval()
+    return score(teacher, batch, width, None)

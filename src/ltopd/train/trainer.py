@@ -1,0 +1,236 @@
+"""The training loop every method shares: data order, budget schedule, optimiser, teacher,
+checkpoints and resume. The two method families differ only in ``step_loss``.
+
+Determinism: update s seeds its rollout sampling and random selectors with (seed, s), and the
+batches come in LT-14K's sampler order, so a run resumed from a checkpoint ends with the same
+weights as an uninterrupted one (tests/test_trainer.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import shutil
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ltopd.atomic import atomic_dir
+from ltopd.models.backbone import Backbone
+from ltopd.models.prompt import build_target
+from ltopd.train import curriculum
+from ltopd.train.losses import distill_loss, masked_mean_per_sequence_then_batch
+from ltopd.train.methods import MethodSpec
+from ltopd.train.optim import build_optimizer, set_lr
+from ltopd.train.rollout import rollout
+from ltopd.train.scoring import encode_responses, score, score_teacher
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    budget: float = 0.05  # the target keep ratio (beta)
+    curriculum_alpha: float = 2.0
+    selector: str = "cdpruner"
+    floor: int = 32
+    rollouts: int = 8
+    max_new_tokens: int = 1024
+    top_k: int = 100
+    jsd_alpha: float = 0.5
+    lrs: Mapping[str, float] = field(default_factory=lambda: {"lm": 1e-6, "merger": 1e-6, "vision": 2e-7})
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.999)
+    warmup_steps: int = 14
+    grad_clip: float = 1.0
+    ema_rate: float = 0.05
+    trust_region_mix: float = 0.5
+    checkpoint_every: int = 25
+    seed: int = 0
+
+    @classmethod
+    def from_profile(cls, training: Mapping[str, Any], budget: float, floor: int, seed: int) -> "TrainConfig":
+        """From a profile's ``training`` section; ``budget`` is the grid's smallest budget,
+        ``floor`` the reduction floor, ``seed`` the grid seed of this run."""
+        t = dict(training)
+        lr, cur, betas = t.pop("lr"), t.pop("curriculum"), t.pop("betas")
+        t.pop("steps", None)
+        return cls(budget=budget, floor=floor, seed=seed, lrs=dict(lr), curriculum_alpha=cur["alpha"],
+                   betas=(float(betas[0]), float(betas[1])), **t)
+
+
+@dataclass
+class StepLog:
+    step: int
+    metrics: dict[str, float]
+
+
+def step_seed(seed: int, step: int) -> int:
+    return (seed * 1_000_003 + step * 7_919 + 17) % 2**31
+
+
+class Trainer:
+    """Shared loop. Subclasses implement ``step_loss(records, ratio, step) -> (loss, metrics)``."""
+
+    def __init__(self, student: Backbone, method: MethodSpec, cfg: TrainConfig, total_steps: int):
+        from accelerate import Accelerator
+
+        self.student, self.method, self.cfg, self.total_steps = student, method, cfg, total_steps
+        self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
+        optimizer = build_optimizer(student.model, cfg.lrs, cfg.weight_decay, cfg.betas)
+        student.model, self.optimizer = self.accelerator.prepare(student.model, optimizer)
+        self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
+
+    def keep_ratio(self, step: int) -> float:
+        """The student's budget at ``step``; capped at 1 (a large target budget times 2a + 1)."""
+        return min(1.0, curriculum.keep_ratio(step, self.total_steps, alpha=self.cfg.curriculum_alpha, beta=self.cfg.budget,
+                                     plateau=self.method.plateau, curriculum=self.method.curriculum))
+
+    def step_loss(self, records: Sequence[Mapping[str, Any]], ratio: float, step: int) -> tuple[torch.Tensor, dict]:
+        raise NotImplementedError
+
+    def after_step(self) -> None:
+        """Hook after the optimiser step (the EMA teacher follows the student here)."""
+
+    # -- checkpoints --------------------------------------------------------------------------
+    def state(self, step: int) -> dict[str, Any]:
+        return {"step": step, "model": self.accelerator.unwrap_model(self.student.model).state_dict(),
+                "optimizer": self.optimizer.state_dict()}
+
+    def load_state(self, state: Mapping[str, Any]) -> int:
+        self.accelerator.unwrap_model(self.student.model).load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        return int(state["step"])
+
+    def save_checkpoint(self, ckpt_dir: Path, step: int) -> None:
+        """Write ``ckpt_dir/step-XXXXXX`` atomically, then drop older ones."""
+        dest = ckpt_dir / f"step-{step:06d}"
+        with atomic_dir(dest) as tmp:
+            torch.save(self.state(step), tmp / "state.pt")
+        for old in ckpt_dir.glob("step-*"):
+            if old != dest and old.is_dir():
+                shutil.rmtree(old)
+
+    def resume(self, ckpt_dir: Path) -> int:
+        """The number of completed updates restored from the newest checkpoint (0 if none)."""
+        steps = sorted(ckpt_dir.glob("step-*/state.pt"))
+        if not steps:
+            return 0
+        return self.load_state(torch.load(steps[-1], weights_only=False))
+
+    # -- the loop -----------------------------------------------------------------------------
+    def fit(self, batches: Sequence[Sequence[Mapping[str, Any]]], ckpt_dir: str | Path | None = None,
+            on_step: Callable[[StepLog], None] | None = None, stop_after: int | None = None) -> list[StepLog]:
+        """Run updates over ``batches`` (one per update) from the last checkpoint on.
+        ``stop_after`` ends the run early after that many completed updates (to test resume)."""
+        ckpt = Path(ckpt_dir) if ckpt_dir else None
+        start = self.resume(ckpt) if ckpt else 0
+        logs: list[StepLog] = []
+        self.student.model.train()
+        for step in range(start, min(self.total_steps, len(batches))):
+            if stop_after is not None and step >= stop_after:
+                break
+            lrs = set_lr(self.optimizer, step, self.cfg.warmup_steps)
+            ratio = self.keep_ratio(step)
+            t0 = time.perf_counter()
+            loss, metrics = self.step_loss(batches[step], ratio, step)
+            self.optimizer.zero_grad(set_to_none=True)
+            self.accelerator.backward(loss)
+            grad_norm = self.accelerator.clip_grad_norm_(self.params, self.cfg.grad_clip)
+            self.optimizer.step()
+            self.after_step()
+            metrics.update(loss=float(loss.detach()), keep_ratio=ratio, grad_norm=float(grad_norm),
+                           step_s=time.perf_counter() - t0, **{f"lr_{k}": v for k, v in lrs.items()})
+            log = StepLog(step + 1, metrics)
+            logs.append(log)
+            if on_step:
+                on_step(log)
+            done = step + 1
+            if ckpt and (done % self.cfg.checkpoint_every == 0 or done == self.total_steps):
+                self.save_checkpoint(ckpt, done)
+        return logs
+
+
+class DistillTrainer(Trainer):
+    """LT-OPD and its ablations (on-policy), and fixed-prefix KD (reference answers): the
+    student at its budget vs a full-token teacher on the same response tokens."""
+
+    def __init__(self, student: Backbone, method: MethodSpec, cfg: TrainConfig, total_steps: int):
+        # The teacher starts as an exact copy of the initial student (frozen, eval, dense).
+        self.teacher = copy.deepcopy(student)
+        self.teacher.model.requires_grad_(False).eval()
+        super().__init__(student, method, cfg, total_steps)
+
+    def state(self, step: int) -> dict[str, Any]:
+        out = super().state(step)
+        if self.method.teacher == "ema":
+            out["teacher"] = self.teacher.model.state_dict()
+        return out
+
+    def load_state(self, state: Mapping[str, Any]) -> int:
+        if "teacher" in state:
+            self.teacher.model.load_state_dict(state["teacher"])
+        return super().load_state(state)
+
+    @torch.no_grad()
+    def after_step(self) -> None:
+        if self.method.teacher == "ema":  # theta_T <- (1 - r) theta_T + r theta_S
+            student = self.accelerator.unwrap_model(self.student.model).state_dict()
+            for name, t in self.teacher.model.state_dict().items():
+                if t.is_floating_point():
+                    t.lerp_(student[name].to(t.dtype), self.cfg.ema_rate)
+
+    def step_loss(self, records, ratio, step):
+        cfg, seed = self.cfg, step_seed(self.cfg.seed, step)
+        t0 = time.perf_counter()
+        if self.method.on_policy:
+            ro = rollout(self.student, records, cfg.rollouts, ratio, cfg.selector, cfg.floor, cfg.max_new_tokens, seed)
+            recs, responses, selection = ro.records, ro.responses, ro.selection
+        else:  # fixed prefix: the dataset's reference answers, the student's selection at this budget
+            recs, responses = list(records), [build_target(r) for r in records]
+            with torch.no_grad():
+                selection = self.student.select(self.student.encode(recs), ratio, cfg.selector, cfg.floor, seed)
+        t1 = time.perf_counter()
+        batch, width = encode_responses(self.student, recs, responses)
+        teacher = score_teacher(self.teacher, batch, width)
+        t2 = time.perf_counter()
+        student = score(self.student, batch, width, selection)
+        teacher_logits = teacher.logits
+        if self.method.teacher == "trust_region":  # lerp(initial logits, current student logits, mix)
+            teacher_logits = torch.lerp(teacher_logits, student.logits.detach(), cfg.trust_region_mix)
+        loss, stats = distill_loss(student.logits, teacher_logits, student.ids, student.mask,
+                                   objective=self.method.objective, top_k=cfg.top_k, alpha=cfg.jsd_alpha)
+        t3 = time.perf_counter()
+        n_tokens = int(student.mask.sum())
+        lengths = student.mask.sum(1).float()
+        stats.update(rollout_s=t1 - t0, teacher_s=t2 - t1, student_forward_s=t3 - t2,
+                     mean_response_len=float(lengths.mean()),
+                     rollout_tokens_per_s=n_tokens / max(t1 - t0, 1e-9) if self.method.on_policy else math.nan,
+                     scoring_tokens_per_s=2 * n_tokens / max(t3 - t1, 1e-9))
+        return loss, stats
+
+
+class SFTTrainer(Trainer):
+    """Cross-entropy on the reference answers, the student at its budget (same selector)."""
+
+    def step_loss(self, records, ratio, step):
+        cfg, seed = self.cfg, step_seed(self.cfg.seed, step)
+        recs, responses = list(records), [build_target(r) for r in records]
+        t0 = time.perf_counter()
+        batch, width = encode_responses(self.student, recs, responses)
+        with torch.no_grad():
+            selection = self.student.select(batch, ratio, cfg.selector, cfg.floor, seed)
+        scored = score(self.student, batch, width, selection)
+        logp = torch.log_softmax(scored.logits.float(), -1).gather(-1, scored.ids.unsqueeze(-1)).squeeze(-1)
+        loss = masked_mean_per_sequence_then_batch(-logp, scored.mask)
+        lengths = scored.mask.sum(1).float()
+        return loss, {"student_forward_s": time.perf_counter() - t0, "mean_response_len": float(lengths.mean())}
+
+
+TRAINERS: dict[str, type[Trainer]] = {"distill": DistillTrainer, "sft": SFTTrainer}
+
+
+def make_trainer(student: Backbone, method: MethodSpec, cfg: TrainConfig, total_steps: int) -> Trainer:
+    return TRAINERS[method.family](student, method, cfg, total_steps)

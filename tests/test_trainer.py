@@ -1,0 +1,151 @@
+"""The training core: response alignment against a brute-force per-row reference, rollouts,
+the optimiser's groups, EMA math, and resume == uninterrupted (exact weights)."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from ltopd.data.sources import world_config
+from ltopd.data.world import generate_task_item
+from ltopd.grid import BENCHMARKS
+from ltopd.models.corpus import corpus
+from ltopd.models.prompt import build_target
+from ltopd.models.tokenizer import build_tokenizer
+from ltopd.models.twins import twin_backbone
+from ltopd.train.methods import TRAINED, MethodSpec, method_spec
+from ltopd.train.optim import build_optimizer, no_decay, set_lr
+from ltopd.train.rollout import rollout, trim
+from ltopd.train.scoring import encode_responses, score
+from ltopd.train.trainer import DistillTrainer, TrainConfig, make_trainer
+
+WORLD = {"image_size": 128}
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_tokenizer(list(corpus(WORLD, 4, BENCHMARKS)), 600)
+
+
+@pytest.fixture(scope="module")
+def records():
+    cfg = world_config({**WORLD, "min_objects": 1, "max_objects": 1})
+    return [generate_task_item("color", i, 3, cfg) for i in range(4)]
+
+
+def backbone(tok):
+    torch.manual_seed(0)
+    return twin_backbone("qwen35-tiny", tok, seed=0)
+
+
+def test_response_logits_match_a_per_row_brute_force(tok, records) -> None:
+    bb = backbone(tok)
+    responses = ["red</answer>", "a much longer answer here</answer>", "b</answer>", "blue</answer>"]
+    batch, width = encode_responses(bb, records, responses)
+    with torch.no_grad():
+        got = score(bb, batch, width, None)
+        for b, rec in enumerate(records):  # one row alone, no padding: logits at t-1 predict token t
+            one, _ = encode_responses(bb, [rec], [responses[b]])
+            out, _ = bb.forward(one, None)
+            pos = one.response_mask[0].nonzero().squeeze(1)
+            ids = one.inputs["input_ids"][0, pos]
+            n = len(pos)
+            assert got.mask[b].sum() == n and torch.equal(got.ids[b, -n:], ids)
+            torch.testing.assert_close(got.logits[b, -n:], out.logits[0, pos - 1], atol=1e-4, rtol=1e-4)
+
+
+def test_trim_keeps_the_stop_token_and_drops_padding() -> None:
+    assert trim([5, 6, 9, 0, 0], stop_ids=[9], pad_id=0) == [5, 6, 9]
+    assert trim([5, 6, 7], stop_ids=[9], pad_id=0) == [5, 6, 7]
+    assert trim([5, 0, 0], stop_ids=[9], pad_id=0) == [5]
+
+
+def test_rollouts_are_grouped_deterministic_and_capped(tok, records) -> None:
+    bb = backbone(tok)
+    a = rollout(bb, records[:2], 3, 0.25, "cdpruner", 1, max_new_tokens=6, seed=11)
+    b = rollout(bb, records[:2], 3, 0.25, "cdpruner", 1, max_new_tokens=6, seed=11)
+    assert a.responses == b.responses and len(a.responses) == 6
+    assert [r["id"] for r in a.records] == [records[0]["id"]] * 3 + [records[1]["id"]] * 3
+    stop = set(bb.stop_token_ids())
+    assert all(1 <= len(r) <= 6 and (len(r) == 6 or r[-1] in stop) for r in a.responses)
+    assert all(len(k) == 4 for k in a.selection.kept)  # 16 tokens at 128 px -> ceil(16 x 0.25) = 4
+
+
+def test_optimizer_groups_and_warmup(tok) -> None:
+    bb = backbone(tok)
+    opt = build_optimizer(bb.model, {"lm": 1e-3, "merger": 1e-3, "vision": 2e-4}, 0.01, (0.9, 0.999))
+    names = {id(p): n for n, p in bb.model.named_parameters()}
+    for g in opt.param_groups:
+        for p in g["params"]:
+            assert (g["weight_decay"] == 0.0) == no_decay(names[id(p)], p)
+    assert {g["part"] for g in opt.param_groups} == {"lm", "merger", "vision"}
+    assert sum(p.numel() for g in opt.param_groups for p in g["params"]) == sum(
+        p.numel() for p in bb.model.parameters())
+    assert set_lr(opt, 0, 4)["vision"] == pytest.approx(2e-4 / 4) and set_lr(opt, 9, 4)["lm"] == 1e-3
+    frozen = build_optimizer(bb.model, {"lm": 1e-3, "merger": 0.0, "vision": 0.0}, 0.01, (0.9, 0.999))
+    assert {g["part"] for g in frozen.param_groups} == {"lm"}
+
+
+def test_every_trained_method_has_a_trainer_and_bad_specs_fail() -> None:
+    assert {m.family for m in TRAINED.values()} == {"distill", "sft"}
+    with pytest.raises(ValueError, match="objective must be one of"):
+        MethodSpec("x", "distill", objective="kl")
+    with pytest.raises(ValueError, match="has no trainer yet"):
+        method_spec("grpo")
+
+
+CFG = TrainConfig(budget=0.25, floor=1, rollouts=2, max_new_tokens=5, top_k=8, warmup_steps=2,
+                  lrs={"lm": 1e-3, "merger": 1e-3, "vision": 2e-4}, checkpoint_every=2, seed=3)
+
+
+def _weights(trainer) -> dict[str, torch.Tensor]:
+    return {k: v.clone() for k, v in trainer.accelerator.unwrap_model(trainer.student.model).state_dict().items()}
+
+
+@pytest.mark.parametrize("name", ["ltopd", "kd_fixed_prefix", "sft_curriculum", "ltopd_teacher_ema"])
+def test_resumed_run_ends_with_the_same_weights(tok, records, tmp_path, name) -> None:
+    batches = [records[i:i + 2] for i in (0, 2, 0, 2)]
+    full = make_trainer(backbone(tok), method_spec(name), CFG, total_steps=4)
+    logs = full.fit(batches, tmp_path / "a")
+    assert [l.step for l in logs] == [1, 2, 3, 4] and all(torch.isfinite(torch.tensor(l.metrics["loss"])) for l in logs)
+    first = make_trainer(backbone(tok), method_spec(name), CFG, total_steps=4)
+    first.fit(batches, tmp_path / "b", stop_after=2)  # "killed" after the checkpoint at 2
+    resumed = make_trainer(backbone(tok), method_spec(name), CFG, total_steps=4)
+    rest = resumed.fit(batches, tmp_path / "b")
+    assert [l.step for l in rest] == [3, 4]
+    a, b = _weights(full), _weights(resumed)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert any(not torch.equal(a[k], _weights(make_trainer(backbone(tok), method_spec(name), CFG, 4))[k]) for k in a)
+    assert [p.name for p in (tmp_path / "b").iterdir()] == ["step-000004"]  # older checkpoints pruned
+
+
+def test_ema_teacher_moves_by_the_rate(tok, records) -> None:
+    t = DistillTrainer(backbone(tok), method_spec("ltopd_teacher_ema"), CFG, total_steps=4)
+    before = copy.deepcopy(t.teacher.model.state_dict())
+    with torch.no_grad():
+        for p in t.student.model.parameters():
+            p.add_(1.0)
+    t.after_step()
+    student = t.student.model.state_dict()
+    for k, v in t.teacher.model.state_dict().items():
+        if v.is_floating_point():
+            torch.testing.assert_close(v, 0.95 * before[k] + 0.05 * student[k])
+
+
+def test_curriculum_plumbing(tok) -> None:
+    lt = DistillTrainer(backbone(tok), method_spec("ltopd"), CFG, total_steps=175)
+    assert lt.keep_ratio(0) == 1.0 and lt.keep_ratio(174) == 0.25
+    flat = DistillTrainer(backbone(tok), method_spec("opd_no_curriculum"), CFG, total_steps=175)
+    assert {flat.keep_ratio(s) for s in range(175)} == {0.25}
+
+
+def test_distill_step_reports_the_issue_metrics(tok, records) -> None:
+    t = DistillTrainer(backbone(tok), method_spec("ltopd"), CFG, total_steps=1)
+    (log,) = t.fit([records[:2]])
+    for key in ("loss", "keep_ratio", "mean_response_len", "tail_mass_student", "tail_mass_teacher",
+                "support_size", "grad_norm", "lr_lm", "rollout_tokens_per_s", "scoring_tokens_per_s",
+                "rollout_s", "teacher_s", "student_forward_s"):
+        assert key in log.metrics, key
+    assert log.metrics["keep_ratio"] == 1.0  # (2 x 2 + 1) x 0.25, capped at 1
+    assert build_target(records[0]).endswith("</answer>")

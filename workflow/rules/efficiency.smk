@@ -1,0 +1,58 @@
+# Efficiency (Table 5, Appendix E): the measured protocol on each backbone of `efficiency.backbones`
+# (default: the grid's), then results/table5.csv/.md with the paper's rows and the analytic
+# Qwen3.5-4B rows (config/models/qwen3_5_4b.json) beside ours.
+from ltopd.efficiency.cli import DEFAULTS as EFFICIENCY_DEFAULTS
+
+EFFICIENCY = {**EFFICIENCY_DEFAULTS, **(config.get("efficiency") or {})}
+EFFICIENCY_BACKBONES = EFFICIENCY.get("backbones") or config["grid"]["backbones"]
+EFFICIENCY_PATHS = {
+    "measurement": PATHS.get("efficiency", str(Path(OUT) / "results" / "efficiency" / "{backbone}.json")),
+    "table5": PATHS.get("table5", str(Path(OUT) / "results" / "table5.csv")),
+    "table5_md": PATHS.get("table5_md", str(Path(OUT) / "results" / "table5.md")),
+}
+
+
+rule efficiency:
+    input:
+        model=base_model,
+        records=PATHS["bench"].format(benchmark=EFFICIENCY["benchmark"], seed=config["seeds"][0]),
+        code=code("efficiency", "models", "selectors") + ["src/ltopd/cli.py"],
+    output:
+        EFFICIENCY_PATHS["measurement"],
+    params:
+        spec=spec("reduction", efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"}),
+        budget=min(config["grid"]["budgets"]),
+        seed=config["seeds"][0],
+    wildcard_constraints:
+        backbone="|".join(EFFICIENCY_BACKBONES),
+    # Latency is timed: the job takes every core so no other job runs beside it.
+    threads: workflow.cores
+    log:
+        f"{PATHS['logs']}/efficiency/{{backbone}}.log",
+    benchmark:
+        f"{PATHS['logs']}/efficiency/{{backbone}}.benchmark.tsv"
+    conda:
+        "../../envs/ltopd.yaml"
+    shell:
+        "ltopd table5 measure --spec {params.spec:q} --backbone {wildcards.backbone} --model {input.model} "
+        "--records {input.records} --budget {params.budget} --seed {params.seed} --out {output} "
+        "--threads {threads} --rule efficiency > {log} 2>&1"
+
+
+rule table5:
+    input:
+        measurements=expand(EFFICIENCY_PATHS["measurement"], backbone=EFFICIENCY_BACKBONES),
+        analytic=EFFICIENCY["analytic_config"],
+        code=code("efficiency", "report") + ["src/ltopd/cli.py"],
+    output:
+        csv=EFFICIENCY_PATHS["table5"],
+        md=EFFICIENCY_PATHS["table5_md"],
+    params:
+        spec=spec(efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"}),
+    log:
+        f"{PATHS['logs']}/table5.log",
+    conda:
+        "../../envs/ltopd.yaml"
+    shell:
+        "ltopd table5 build --spec {params.spec:q} --measurements {input.measurements} "
+        "--analytic-config {input.analytic} --out {output.csv} --markdown {output.md} --rule table5 > {log} 2>&1"

@@ -1,0 +1,32 @@
+# Training: one job per (backbone, trained method, seed). The student starts from the backbone,
+# trains toward the grid's smallest budget on LT-14K and is saved like any checkpoint; a killed
+# job resumes from its checkpoints folder (kept outside the output, which Snakemake removes).
+
+
+rule train:
+    input:
+        model=base_model,
+        data=PATHS["lt14k"],
+        code=code("train", "models", "selectors") + ["src/ltopd/cli.py"],
+    output:
+        model=directory(PATHS["student"]),
+        metrics=PATHS["train_metrics"],
+    params:
+        spec=spec("training", "reduction"),
+        budget=min(config["grid"]["budgets"]),
+        checkpoints=lambda wc: PATHS["checkpoints"].format(**wc),
+    wildcard_constraints:
+        seed=r"\d+",
+        method="|".join(m for m, f in grid.METHODS.items() if f == "trained"),
+    threads: 1
+    log:
+        f"{PATHS['logs']}/train/{{backbone}}/{{method}}-seed{{seed}}.log",
+    benchmark:
+        f"{PATHS['logs']}/train/{{backbone}}/{{method}}-seed{{seed}}.benchmark.tsv"
+    conda:
+        "../../envs/ltopd.yaml"
+    shell:
+        "ltopd train --spec {params.spec:q} --backbone {wildcards.backbone} --model {input.model} "
+        "--data {input.data} --method {wildcards.method} --budget {params.budget} --seed {wildcards.seed} "
+        "--checkpoints {params.checkpoints} --out {output.model} --metrics {output.metrics} "
+        "--threads {threads} --rule train > {log} 2>&1"
