@@ -16,6 +16,16 @@ include: "workflow/rules/backbone.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/eval.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/efficiency.smk"
+
+
+# Cheap gathering rules run on the submit host under a cluster executor.
+localrules:
+    all,
+    all_evaluations,
+    table2,
+    ablation_table,
+    table5,
 
 # One MLflow parent run per invocation, created before any job runs (SQLite hates racing creators).
 onstart:

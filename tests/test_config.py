@@ -53,7 +53,10 @@ def _broken(tmp_path, mutate) -> Path:
     (lambda c: c["evaluation"]["benchmarks"].update(pope={"n": 8, "path": "x"}), ["evaluation.benchmarks.pope"]),
     (lambda c: c["evaluation"]["benchmarks"].update(popee={"n": 8}), ["evaluation.benchmarks", "'popee'", "allowed values"]),
     (lambda c: c["grid"]["methods"].append("epic"), ["grid.methods", "['epic'] have no trainer", "allowed values now", "ltopd"]),
-        (lambda c: (c.pop("training"), c["grid"]["methods"].append("ltopd")), ["training", "required", "['ltopd']"]),
+        (lambda c: c.pop("training"), ["training: required", "trained methods", "'ltopd'"]),
+        (lambda c: c["efficiency"].update(backbones=["qwen35-huge"]), ["efficiency.backbones", "'qwen35-huge'", "defined backbones"]),
+        (lambda c: c["efficiency"].update(benchmark="vqav2"), ["efficiency.benchmark", "'vqav2'", "allowed values"]),
+        (lambda c: c["training"].update(distributed={"strategy": "zero3", "num_processes": 8}), ["training.distributed.strategy", "fsdp"]),
     (lambda c: c["pretrain"]["stages"][0].update(styles=["fancy"]), ["pretrain.stages.0.styles.0", "allowed values", "onethinker"]),
 ])
 def test_bad_profiles_name_file_key_and_allowed_values(tmp_path, mutate, expected):

@@ -103,7 +103,8 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
 
     rows = list(csv.DictReader((out / "results" / "table2.csv").open()))
     ours = [(r["method"], r["budget"]) for r in rows if r["source"] == "ours"]
-    assert ours == [("full", "1"), ("cdpruner", "0.05"), ("ltopd", "0.05")]
+    assert ours == [("full", "1"), ("cdpruner", "0.05"), ("ltopd", "0.05"), ("ltopd_teacher_ema", "0.05"),
+                    ("ltopd_trust_region", "0.05")]
     assert any(r["source"] == "paper" and r["method"] == "ltopd" and r["avg_retain"] == "82.30" for r in rows)
     full = next(r for r in rows if r["method"] == "full" and r["source"] == "ours")
     assert full["avg_retain"] in ("100.00", "")  # empty only if every full score is 0
@@ -115,7 +116,7 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
     client = MlflowClient(f"sqlite:///{out / 'mlruns.db'}")
     exp = client.get_experiment_by_name("ltopd-smoke")
     runs = client.search_runs([exp.experiment_id], "tags.rule = 'evaluate'")
-    assert len(runs) == 6 and all(r.info.status == "FINISHED" for r in runs)
+    assert len(runs) == 10 and all(r.info.status == "FINISHED" for r in runs)
     for bench in ("vstar", "pope"):
         job = out / "results" / "eval" / "qwen35-tiny" / "cdpruner" / "0.05" / bench / "seed0"
         metrics = json.loads((job / "metrics.json").read_text())
@@ -142,13 +143,28 @@ def test_ltopd_trains_and_its_student_is_evaluated(snake_run):
 
     client = MlflowClient(f"sqlite:///{out / 'mlruns.db'}")
     exp = client.get_experiment_by_name("ltopd-smoke")
-    (run,) = client.search_runs([exp.experiment_id], "tags.rule = 'train'")
+    (run,) = client.search_runs([exp.experiment_id], "tags.rule = 'train' and tags.`wildcard.method` = 'ltopd'")
     history = client.get_metric_history(run.info.run_id, "keep_ratio")
     # the curriculum squeezed into 2 updates: (2a + 1) b = 25% first, then the 5% target
     assert [(m.step, round(m.value, 4)) for m in sorted(history, key=lambda m: m.step)] == [(1, 0.25), (2, 0.05)]
     for key in ("loss", "grad_norm", "lr_lm", "lr_vision", "tail_mass_student", "tail_mass_teacher",
                 "support_size", "mean_response_len", "rollout_tokens_per_s", "scoring_tokens_per_s"):
         assert key in run.data.metrics, key
+
+
+def test_table7_compares_the_teachers_beside_the_papers(snake_run):
+    repo, _ = snake_run
+    out = repo / "runs" / "smoke"
+    import csv
+
+    rows = list(csv.DictReader((out / "results" / "table7.csv").open()))
+    assert [(r["source"], r["method"]) for r in rows] == [
+        ("ours", "full"), ("ours", "ltopd"), ("ours", "ltopd_teacher_ema"), ("ours", "ltopd_trust_region"),
+        ("paper", "ltopd"), ("paper", "ltopd_trust_region"), ("paper", "ltopd_teacher_ema")]
+    table2 = {(r["source"], r["method"]): r for r in csv.DictReader((out / "results" / "table2.csv").open())}
+    for r in rows[:4]:  # the same numbers as Table 2's rows
+        assert r["vstar"] == table2[("ours", r["method"])]["vstar"]
+    assert "| paper | LT-OPD, EMA teacher | 5% |" in (out / "results" / "table7.md").read_text()
 
 
 def test_second_run_has_nothing_to_do(snake_run):

@@ -104,12 +104,35 @@ def test_load_results_names_a_bad_file(tmp_path) -> None:
         table2.load_results([tmp_path / "m.json"])
 
 
-@pytest.mark.skipif(not REPORTED.is_file(), reason="needs ../shared/paper/reported-numbers.md beside the repo")
-def test_transcribed_paper_numbers_appear_in_reported_numbers() -> None:
+def _reported_text(table: str) -> str:
+    """The part of reported-numbers.md that quotes ``table``'s numbers."""
     text = REPORTED.read_text()
-    section = text.split("## Table 2", 1)[1].split("## Other tables", 1)[0]
-    quoted = {float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.?\d*", section)}
-    for row in paper_rows("table2"):
+    lines = text.splitlines()
+    if table == "table2":  # its section, plus the Appendix H line (the no-plateau ablation row)
+        return text.split("## Table 2", 1)[1].split("## Other tables", 1)[0] + \
+            next(l for l in lines if "Appendix H" in l)
+    tag = {"table7": "- Table 7 ", "table12": "- Table 12 "}[table]
+    i = next(i for i, l in enumerate(lines) if l.startswith(tag))
+    return "\n".join([lines[i]] + [l for l in lines[i + 1:i + 3] if l.startswith("  ")])
+
+
+@pytest.mark.skipif(not REPORTED.is_file(), reason="needs ../shared/paper/reported-numbers.md beside the repo")
+@pytest.mark.parametrize("table", ["table2", "table7", "table12"])
+def test_transcribed_paper_numbers_appear_in_reported_numbers(table) -> None:
+    quoted = {float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.?\d*", _reported_text(table))}
+    for row in paper_rows(table):
         for k, v in row.items():
             if k not in ("method", "budget"):
-                assert float(v) in quoted, f"{row['method']} {k}={v} not in reported-numbers.md Table 2"
+                assert float(v) in quoted, f"{row['method']} {k}={v} not in reported-numbers.md {table}"
+
+
+def test_ablation_table_keeps_full_and_its_methods() -> None:
+    results = [dict(r, method=m) for r in _results() if r["method"] == "cdpruner"
+               for m in ("ltopd", "ltopd_teacher_ema", "sft")] + [r for r in _results() if r["method"] == "full"]
+    rows, _ = table2.build(results, "bb", ["x", "y"], table="table7",
+                           methods=["ltopd", "ltopd_trust_region", "ltopd_teacher_ema"])
+    assert [(r["source"], r["method"]) for r in rows] == [
+        ("ours", "full"), ("ours", "ltopd"), ("ours", "ltopd_teacher_ema"),
+        ("paper", "ltopd"), ("paper", "ltopd_trust_region"), ("paper", "ltopd_teacher_ema")]
+    assert rows[1]["avg_retain"].mean == pytest.approx(62.5)  # the same arithmetic as Table 2's rows
+    assert [r["avg_retain"].mean for r in rows[3:]] == [82.3, 81.5, 81.3]

@@ -200,28 +200,35 @@ def _numbers(d: dict[str, Any], prefix: str = "") -> dict[str, float]:
     return out
 
 
-@command("table2", "build results/table2.csv/.md and the retain-vs-budget figure from evaluation metrics")
-def _table2(args: argparse.Namespace) -> int:
+TITLES = {"table2": "Table 2", "table7": "Table 7: the teacher", "table12": "Table 12: the divergence"}
+
+
+@command("table", "build results/<table>.csv/.md (Table 2 with its retain-vs-budget figure, or an "
+                  "ablation table) from evaluation metrics")
+def _table(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_file
+    from ltopd.grid import ABLATION_TABLES
     from ltopd.report import figures, table2
     from ltopd.tracking import job_run
 
     spec, settings = _job_inputs(args, ("grid", "seeds"))
     backbone, benchmarks = spec["grid"]["backbones"][0], spec["grid"]["benchmarks"]
-    with job_run(settings, args.rule, {}, spec) as run:
-        rows, notes = table2.build(table2.load_results(args.results), backbone, benchmarks)
+    methods = ABLATION_TABLES.get(args.table)
+    with job_run(settings, args.rule, {"table": args.table}, spec) as run:
+        rows, notes = table2.build(table2.load_results(args.results), backbone, benchmarks, args.table, methods)
         with atomic_file(args.out) as fh:
             fh.write(table2.to_csv(rows, benchmarks))
         md = table2.to_markdown(rows, benchmarks, notes)
         with atomic_file(args.markdown) as fh:
-            fh.write(f"# Table 2 ({spec['profile']} profile)\n\n" + md)
-        figures.retain_vs_budget(rows, args.figure, f"Average retain ratio vs budget ({backbone}, "
-                                 f"{spec['profile']} profile; x = paper, Qwen3.5-4B)")
+            fh.write(f"# {TITLES[args.table]} ({spec['profile']} profile)\n\n" + md)
+        if args.figure:
+            figures.retain_vs_budget(rows, args.figure, f"Average retain ratio vs budget ({backbone}, "
+                                     f"{spec['profile']} profile; x = paper, Qwen3.5-4B)")
+            run.log_artifact(args.figure)
         run.log_metrics({f"{r['method']}-{r['budget']:g}/avg_retain": r["avg_retain"].mean
                          for r in rows if r["source"] == "ours" and r["avg_retain"].n})
         run.log_artifact(args.out)
         run.log_artifact(args.markdown)
-        run.log_artifact(args.figure)
     print(md)
     return 0
 
@@ -327,7 +334,7 @@ def _parser() -> argparse.ArgumentParser:
             s.add_argument("--metrics", help="small JSON summary (DVC metrics)", required=name == "pretrain-twin")
             s.add_argument("--rule", default=name)
             s.add_argument("--wildcards", default="{}")
-        if name in ("build-bench", "evaluate", "table2"):
+        if name in ("build-bench", "evaluate", "table"):
             g = s.add_mutually_exclusive_group(required=True)
             g.add_argument("--config", help="profile YAML (run by hand)")
             g.add_argument("--spec", help="JSON of the config sections the job depends on (from Snakemake)")
@@ -360,15 +367,19 @@ def _parser() -> argparse.ArgumentParser:
             s.add_argument("--out", required=True, help="the trained student (save_pretrained folder)")
             s.add_argument("--metrics", required=True)
             s.add_argument("--threads", type=int, default=1)
-        if name == "table2":
+        if name == "table":
+            s.add_argument("--table", required=True, choices=sorted(TITLES))
             s.add_argument("--results", nargs="+", required=True, help="metrics.json files of `ltopd evaluate`")
             s.add_argument("--out", required=True, help="CSV")
             s.add_argument("--markdown", required=True)
-            s.add_argument("--figure", required=True, help="PNG: retain ratio vs budget")
+            s.add_argument("--figure", help="PNG: retain ratio vs budget (Table 2)")
         if name == "pretrain-twin":
             s.add_argument("--backbone", required=True, help="a backbone of the profile that has a `twin`")
             s.add_argument("--tokenizer", required=True, help="folder written by build-tokenizer")
             s.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    from ltopd.efficiency import cli as efficiency_cli  # `ltopd table5 measure|build`
+
+    efficiency_cli.add_parser(sub)
     return p
 
 
@@ -377,6 +388,10 @@ def main(argv: list[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     try:
+        if args.cmd == "table5":
+            from ltopd.efficiency import cli as efficiency_cli
+
+            return efficiency_cli.run(args)
         return COMMANDS[args.cmd][0](args)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -91,6 +91,16 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
         out.append(f"training: required because grid.methods has trained methods {trained}")
     if "training" in cfg and cfg["training"]["selector"] not in SELECTORS:
         out.append(f"training.selector: {cfg['training']['selector']!r} unknown; allowed values: {sorted(SELECTORS)}")
+    eff = cfg.get("efficiency") or {}
+    for b in eff.get("backbones") or []:
+        if b not in cfg["backbones"]:
+            out.append(f"efficiency.backbones: {b!r} is not defined; defined backbones: {sorted(cfg['backbones'])}")
+    for m in eff.get("methods") or []:
+        if m not in METHODS:
+            out.append(f"efficiency.methods: {m!r} is not a known method; allowed values: {sorted(METHODS)}")
+    if "benchmark" in eff and eff["benchmark"] not in cfg["evaluation"]["benchmarks"]:
+        out.append(f"efficiency.benchmark: {eff['benchmark']!r} has no evaluation.benchmarks entry; "
+                   f"allowed values: {sorted(cfg['evaluation']['benchmarks'])}")
     for name, bb in cfg["backbones"].items():
         if not bb.get("twin") and not bb.get("checkpoint"):
             out.append(f"backbones.{name}: give either 'twin' (a tiny twin to pretrain) or 'checkpoint' (a local path)")

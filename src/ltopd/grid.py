@@ -98,6 +98,11 @@ def paths(cfg: dict[str, Any]) -> dict[str, str]:
         "table2": str(root / "results" / "table2.csv"),
         "table2_md": str(root / "results" / "table2.md"),
         "table2_fig": str(root / "results" / "figures" / "table2_retain_vs_budget.png"),
+        "efficiency": str(root / "results" / "efficiency" / "{backbone}.json"),
+        "table5": str(root / "results" / "table5.csv"),
+        "table5_md": str(root / "results" / "table5.md"),
+        "table": str(root / "results" / "{table}.csv"),
+        "table_md": str(root / "results" / "{table}.md"),
     }
 
 
@@ -116,6 +121,23 @@ def table2_inputs(cfg: dict[str, Any]) -> list[str]:
             for j in eval_jobs(cfg) if j.backbone == first]
 
 
+# Tables comparing trained variants at the target budget (each beside full tokens); a profile
+# builds one when its grid has every method the table compares.
+ABLATION_TABLES: dict[str, tuple[str, ...]] = {
+    "table7": ("ltopd", "ltopd_trust_region", "ltopd_teacher_ema"),  # teacher variants
+    "table12": ("ltopd_forward_kl", "ltopd_reverse_kl", "ltopd"),     # divergences
+}
+
+
+def ablation_tables(cfg: dict[str, Any]) -> list[str]:
+    return [t for t, ms in ABLATION_TABLES.items() if set(ms) <= set(cfg["grid"]["methods"])]
+
+
+def ablation_inputs(cfg: dict[str, Any], table: str) -> list[str]:
+    keep = {"full", *ABLATION_TABLES[table]}
+    return [f for f in table2_inputs(cfg) if Path(f).parts[-5] in keep]  # .../{method}/{budget}/{bench}/seed/metrics.json
+
+
 def twins(cfg: dict[str, Any]) -> list[str]:
     """Backbones the pipeline pretrains itself (tiny twins); the others are local checkpoints."""
     return [name for name, bb in cfg["backbones"].items() if bb.get("twin")]
@@ -127,12 +149,20 @@ def targets(cfg: dict[str, Any]) -> list[str]:
     out = [p["lt14k"], p["lt14k_metrics"]]
     for b in twins(cfg):
         out += [p["twin"].format(backbone=b), p["twin_metrics"].format(backbone=b)]
-    return out + eval_outputs(cfg) + table2_targets(cfg)
+    return out + eval_outputs(cfg) + table2_targets(cfg) + table5_targets(cfg)
 
 
 def table2_targets(cfg: dict[str, Any]) -> list[str]:
+    """Table 2 with its figure, and the ablation tables the grid can fill."""
     p = paths(cfg)
-    return [p["table2"], p["table2_md"], p["table2_fig"]]
+    return [p["table2"], p["table2_md"], p["table2_fig"]] + [
+        p[k].format(table=t) for t in ablation_tables(cfg) for k in ("table", "table_md")]
+
+
+def table5_targets(cfg: dict[str, Any]) -> list[str]:
+    """Table 5 (efficiency), for profiles with an `efficiency` section."""
+    p = paths(cfg)
+    return [p["table5"], p["table5_md"]] if cfg.get("efficiency") else []
 
 
 def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
@@ -178,4 +208,16 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
                  {str(root / "results" / "eval"): {"persist": True}}]
         + [{t: {"persist": True, "cache": False}} for t in tables],
     }
+    if cfg.get("efficiency"):
+        eff = cfg["efficiency"]
+        measured = eff.get("backbones") or cfg["grid"]["backbones"]
+        stages["table5"] = {
+            "cmd": f"{snake} -- {' '.join(table5_targets(cfg))}",
+            "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk", "src/ltopd/efficiency",
+                     "src/ltopd/models", "src/ltopd/selectors", eff["analytic_config"]]
+            + [p["twin"].format(backbone=b) for b in tw if b in measured],
+            "params": [{config_file: ["efficiency", "reduction", "grid"]}],
+            "outs": [{str(root / "results" / "efficiency"): {"persist": True, "cache": False}}]
+            + [{t: {"persist": True, "cache": False}} for t in table5_targets(cfg)],
+        }
     return stages

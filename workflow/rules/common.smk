@@ -54,6 +54,19 @@ def base_model(wildcards):
     return bb["checkpoint"] if bb.get("checkpoint") else PATHS["twin"].format(backbone=wildcards.backbone)
 
 
+def ablation_inputs(wildcards):
+    return grid.ablation_inputs(config, wildcards.table)
+
+
+def train_launcher():
+    """`ltopd`, or `accelerate launch` across the job's GPUs when training.distributed asks."""
+    dist = config.get("training", {}).get("distributed") or {"strategy": "none", "num_processes": 1}
+    if dist["strategy"] == "none" or dist["num_processes"] == 1:
+        return "ltopd"
+    fsdp = " --use_fsdp" if dist["strategy"] == "fsdp" else ""
+    return f"accelerate launch --num_processes {dist['num_processes']}{fsdp} -m ltopd.cli"
+
+
 def model_dir(wildcards):
     """The weights an evaluation loads: a trained method's student, else the backbone itself."""
     if grid.METHODS[wildcards.method] == "trained":

@@ -5,11 +5,6 @@ from ltopd.efficiency.cli import DEFAULTS as EFFICIENCY_DEFAULTS
 
 EFFICIENCY = {**EFFICIENCY_DEFAULTS, **(config.get("efficiency") or {})}
 EFFICIENCY_BACKBONES = EFFICIENCY.get("backbones") or config["grid"]["backbones"]
-EFFICIENCY_PATHS = {
-    "measurement": PATHS.get("efficiency", str(Path(OUT) / "results" / "efficiency" / "{backbone}.json")),
-    "table5": PATHS.get("table5", str(Path(OUT) / "results" / "table5.csv")),
-    "table5_md": PATHS.get("table5_md", str(Path(OUT) / "results" / "table5.md")),
-}
 
 
 rule efficiency:
@@ -18,14 +13,16 @@ rule efficiency:
         records=PATHS["bench"].format(benchmark=EFFICIENCY["benchmark"], seed=config["seeds"][0]),
         code=code("efficiency", "models", "selectors") + ["src/ltopd/cli.py"],
     output:
-        EFFICIENCY_PATHS["measurement"],
+        PATHS["efficiency"],
     params:
         spec=spec("reduction", efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"}),
         budget=min(config["grid"]["budgets"]),
         seed=config["seeds"][0],
+        torch_threads=EFFICIENCY["torch_threads"],
     wildcard_constraints:
         backbone="|".join(EFFICIENCY_BACKBONES),
-    # Latency is timed: the job takes every core so no other job runs beside it.
+    # Latency is timed: the job claims every core so no other job runs beside it; torch itself
+    # uses efficiency.torch_threads of them.
     threads: workflow.cores
     log:
         f"{PATHS['logs']}/efficiency/{{backbone}}.log",
@@ -36,17 +33,17 @@ rule efficiency:
     shell:
         "ltopd table5 measure --spec {params.spec:q} --backbone {wildcards.backbone} --model {input.model} "
         "--records {input.records} --budget {params.budget} --seed {params.seed} --out {output} "
-        "--threads {threads} --rule efficiency > {log} 2>&1"
+        "--threads {params.torch_threads} --rule efficiency > {log} 2>&1"
 
 
 rule table5:
     input:
-        measurements=expand(EFFICIENCY_PATHS["measurement"], backbone=EFFICIENCY_BACKBONES),
+        measurements=expand(PATHS["efficiency"], backbone=EFFICIENCY_BACKBONES),
         analytic=EFFICIENCY["analytic_config"],
         code=code("efficiency", "report") + ["src/ltopd/cli.py"],
     output:
-        csv=EFFICIENCY_PATHS["table5"],
-        md=EFFICIENCY_PATHS["table5_md"],
+        csv=PATHS["table5"],
+        md=PATHS["table5_md"],
     params:
         spec=spec(efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"}),
     log:

@@ -15,6 +15,7 @@ rule train:
         spec=spec("training", "reduction"),
         budget=min(config["grid"]["budgets"]),
         checkpoints=lambda wc: PATHS["checkpoints"].format(**wc),
+        launch=train_launcher(),
     wildcard_constraints:
         seed=r"\d+",
         method="|".join(m for m, f in grid.METHODS.items() if f == "trained"),
@@ -26,7 +27,7 @@ rule train:
     conda:
         "../../envs/ltopd.yaml"
     shell:
-        "ltopd train --spec {params.spec:q} --backbone {wildcards.backbone} --model {input.model} "
+        "{params.launch} train --spec {params.spec:q} --backbone {wildcards.backbone} --model {input.model} "
         "--data {input.data} --method {wildcards.method} --budget {params.budget} --seed {wildcards.seed} "
         "--checkpoints {params.checkpoints} --out {output.model} --metrics {output.metrics} "
         "--threads {threads} --rule train > {log} 2>&1"

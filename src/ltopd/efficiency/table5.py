@@ -184,7 +184,7 @@ def notes(rows: Sequence[Mapping[str, Any]], arch: TextArch | None = None) -> li
             f"({100 * (af / pf - 1):+.1f}%), 5% ratio {ana['ltopd']['flops_ratio']:.4f} vs "
             f"{paper['ltopd']['flops_ratio']} (Δ {100 * (ana['ltopd']['flops_ratio'] - paper['ltopd']['flops_ratio']):+.2f}"
             f" points); EPIC (prune before layer 2) {ana['epic']['flops_ratio']:.3f} vs {paper['epic']['flops_ratio']}. "
-            "The residual absolute gap is counting convention (docs/efficiency.md)"
+            "The residual absolute gap is counting convention (docs/cluster.md, section 6)"
             + (f": attention counted without the causal mask would add "
                f"{(prefill_flops(arch, ana['full']['prefill_tokens'], causal=False).total - af * TFLOP) / TFLOP:.3f}"
                " TFLOPs; chunked gated-delta kernels and element-wise ops (not counted) the rest." if arch else "."))

@@ -20,3 +20,8 @@ def paper_rows(table: str) -> list[dict[str, Any]]:
     if table not in tables:
         raise KeyError(f"no reported numbers for {table!r}; known: {sorted(tables)}")
     return [dict(r) for r in tables[table]["rows"]]
+
+
+def paper_backbone(table: str) -> str:
+    """The backbone the paper's ``table`` reports."""
+    return paper_numbers()[table].get("backbone", "Qwen3.5-4B")

@@ -13,17 +13,21 @@ from pathlib import Path
 from typing import Any
 
 from ltopd.grid import METHODS
-from ltopd.report.reported import paper_rows
+from ltopd.report.reported import paper_backbone, paper_rows
 from ltopd.report.retain import Stat, retain_ratio
 
 # Row order within a budget: the paper's (training-free, then training-based, LT-OPD last).
 ORDER = ["full", "fastv", "divprune", "dart", "cdpruner", "hiprune", "random", "uniform",
-         "sft", "sft_curriculum", "llava_mini", "epic", "kd_fixed_prefix", "opd_no_curriculum", "ltopd"]
+         "sft", "sft_curriculum", "llava_mini", "epic", "kd_fixed_prefix", "opd_no_curriculum", "ltopd",
+         "ltopd_no_plateau", "ltopd_forward_kl", "ltopd_reverse_kl", "ltopd_teacher_ema", "ltopd_trust_region"]
 LABELS = {"full": "Full tokens", "fastv": "FastV", "divprune": "DivPrune", "dart": "DART",
           "cdpruner": "CDPruner", "hiprune": "HiPrune", "random": "Random", "uniform": "Uniform",
           "sft": "SFT", "sft_curriculum": "SFT + curriculum", "llava_mini": "LLaVA-Mini", "epic": "EPIC",
           "kd_fixed_prefix": "Curriculum + fixed-prefix JSD (KD)",
-          "opd_no_curriculum": "On-policy JSD, no curriculum", "ltopd": "LT-OPD"}
+          "opd_no_curriculum": "On-policy JSD, no curriculum", "ltopd": "LT-OPD",
+          "ltopd_no_plateau": "LT-OPD, no final plateau", "ltopd_forward_kl": "LT-OPD, forward KL",
+          "ltopd_reverse_kl": "LT-OPD, reverse KL", "ltopd_teacher_ema": "LT-OPD, EMA teacher",
+          "ltopd_trust_region": "LT-OPD, trust-region teacher"}
 BENCH_LABELS = {"vstar": "V*Bench", "hrbench4k": "HR-4K", "gqa": "GQA", "mmmu": "MMMU", "mmbench": "MMB",
                 "mme": "MME", "pope": "POPE", "textvqa": "TVQA", "ocrbench": "OCRB",
                 "muirbench": "MuirBench", "mvbench": "MVBench"}
@@ -68,10 +72,11 @@ def our_rows(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[
     return sorted(rows, key=lambda r: (r["method"] != "full", -r["budget"], _order(r["method"])))
 
 
-def reported_rows(benchmarks: Sequence[str]) -> list[dict[str, Any]]:
+def reported_rows(benchmarks: Sequence[str], table: str = "table2") -> list[dict[str, Any]]:
+    """The paper's rows of ``table`` in our row format (no spread: the paper reports one run)."""
     rows = []
-    for r in paper_rows("table2"):
-        rows.append({"source": "paper", "backbone": "Qwen3.5-4B", "method": r["method"],
+    for r in paper_rows(table):
+        rows.append({"source": "paper", "backbone": paper_backbone(table), "method": r["method"],
                      "budget": float(r["budget"]), "seeds": "",
                      "bench": {b: Stat(float(r[b]), math.nan, 1) for b in benchmarks if b in r},
                      "avg_retain": Stat(float(r["avg_retain"]), math.nan, 1) if "avg_retain" in r else None,
@@ -116,16 +121,20 @@ def to_markdown(rows: list[dict[str, Any]], benchmarks: Sequence[str], notes: Se
     return "\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n"
 
 
-def build(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str]) -> tuple[list[dict], list[str]]:
-    """(rows: ours then the paper's, notes for the markdown)."""
+def build(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str], table: str = "table2",
+          methods: Sequence[str] | None = None) -> tuple[list[dict], list[str]]:
+    """(rows: ours then the paper's, notes for the markdown). ``methods`` keeps only those rows
+    of ours (plus full tokens, the retain ratio's reference), as the ablation tables do."""
     ours = our_rows(results, backbone, benchmarks)
+    if methods is not None:
+        ours = [r for r in ours if r["method"] == "full" or r["method"] in methods]
     if not any(r["method"] == "full" for r in ours):
         raise ValueError(f"no full-token results for backbone {backbone!r}: the retain ratio needs them")
     seeds = sorted({int(r["seed"]) for r in results if r["backbone"] == backbone})
     notes = [f"ours: backbone {backbone}, seeds {seeds} (mean" + (" ± sample sd" if len(seeds) > 1 else "")
-             + "); paper: Qwen3.5-4B, only the cells the paper's text reports."]
+             + f"); paper: {paper_backbone(table)}, only the cells the paper's text reports."]
     full = next(r for r in ours if r["method"] == "full")
     zero = [b for b in benchmarks if full["bench"][b].n and full["bench"][b].mean == 0]
     if zero:
         notes.append(f"full-token score 0 on {zero}: left out of the average retain ratio (undefined).")
-    return ours + reported_rows(benchmarks), notes
+    return ours + reported_rows(benchmarks, table), notes

@@ -43,23 +43,48 @@ def trim(ids: Sequence[int], stop_ids: Sequence[int], pad_id: int | None) -> lis
     return out
 
 
+def image_slices(records: Sequence[Mapping[str, Any]], rows: slice) -> slice:
+    """The images of ``records[rows]`` in a Selection (images are in row order)."""
+    counts = [len(r.get("images") or []) for r in records]
+    start = sum(counts[: rows.start or 0])
+    return slice(start, start + sum(counts[rows]))
+
+
+def rows_of(selection: Selection, records: Sequence[Mapping[str, Any]], rows: slice) -> Selection:
+    """The part of ``selection`` that belongs to ``records[rows]``."""
+    part = image_slices(records, rows)
+    return Selection(selection.kept[part], selection.n_tokens[part])
+
+
+def concat(selections: Sequence[Selection]) -> Selection:
+    return Selection(tuple(k for s in selections for k in s.kept), tuple(n for s in selections for n in s.n_tokens))
+
+
 @torch.no_grad()
 def rollout(backbone: Backbone, records: Sequence[Mapping[str, Any]], n: int, ratio: float, selector: str,
-            floor: int, max_new_tokens: int, seed: int, temperature: float = 1.0) -> Rollouts:
-    """``n`` sampled responses per question at keep ``ratio``; deterministic given ``seed``."""
+            floor: int, max_new_tokens: int, seed: int, temperature: float = 1.0,
+            decode_batch: int | None = None) -> Rollouts:
+    """``n`` sampled responses per question at keep ``ratio``; deterministic given ``seed``.
+    ``decode_batch`` caps the sequences per generate() call (the paper's decode-batch cap)."""
     if n < 1:
         raise ValueError(f"rollouts per question must be >= 1, got {n}")
     reps = [r for r in records for _ in range(n)]
+    size = decode_batch or len(reps)
     was_training = backbone.model.training
     backbone.model.eval()
-    batch = backbone.encode(reps)
-    selection = backbone.select(batch, ratio, selector, floor=floor, seed=seed)
     torch.manual_seed(seed)
-    ids = backbone.generate(batch, selection, do_sample=True, temperature=temperature, top_p=1.0, top_k=0,
-                            max_new_tokens=max_new_tokens)
+    selections, rows = [], []
+    for i, lo in enumerate(range(0, len(reps), size)):
+        batch = backbone.encode(reps[lo:lo + size])
+        sel = backbone.select(batch, ratio, selector, floor=floor, seed=seed + i)
+        ids = backbone.generate(batch, sel, do_sample=True, temperature=temperature, top_p=1.0, top_k=0,
+                                max_new_tokens=max_new_tokens)
+        selections.append(sel)
+        rows.extend(ids)
     backbone.model.train(was_training)
+    selection = concat(selections)
     stop, pad = backbone.stop_token_ids(), backbone.tokenizer.pad_token_id
-    responses = [trim(row.tolist(), stop, pad) for row in ids]
+    responses = [trim(row.tolist(), stop, pad) for row in rows]
     empty = [i for i, r in enumerate(responses) if not r]
     for i in empty:  # a zero-length sample cannot be scored; give it the stop token
         responses[i] = [stop[0]]

@@ -26,7 +26,7 @@ from ltopd.train import curriculum
 from ltopd.train.losses import distill_loss, masked_mean_per_sequence_then_batch
 from ltopd.train.methods import MethodSpec
 from ltopd.train.optim import build_optimizer, set_lr
-from ltopd.train.rollout import rollout
+from ltopd.train.rollout import rollout, rows_of
 from ltopd.train.scoring import encode_responses, score, score_teacher
 
 
@@ -48,6 +48,10 @@ class TrainConfig:
     ema_rate: float = 0.05
     trust_region_mix: float = 0.5
     checkpoint_every: int = 25
+    temperature: float = 1.0  # rollout sampling temperature
+    decode_batch: int | None = None  # sequences per generate() call (None: the whole batch)
+    student_microbatch: int | None = None  # rows per student forward/backward (gradient accumulation)
+    teacher_microbatch: int | None = None  # rows per teacher forward
     seed: int = 0
 
     @classmethod
@@ -57,6 +61,8 @@ class TrainConfig:
         t = dict(training)
         lr, cur, betas = t.pop("lr"), t.pop("curriculum"), t.pop("betas")
         t.pop("steps", None)
+        t.pop("distributed", None)  # how the job is launched (workflow/rules/train.smk), not the math
+        seed = t.pop("init_seed", 0) + seed  # the paper's init seed 42 offsets every grid seed
         return cls(budget=budget, floor=floor, seed=seed, lrs=dict(lr), curriculum_alpha=cur["alpha"],
                    betas=(float(betas[0]), float(betas[1])), **t)
 
@@ -87,6 +93,13 @@ class Trainer:
         """The student's budget at ``step``; capped at 1 (a large target budget times 2a + 1)."""
         return min(1.0, curriculum.keep_ratio(step, self.total_steps, alpha=self.cfg.curriculum_alpha, beta=self.cfg.budget,
                                      plateau=self.method.plateau, curriculum=self.method.curriculum))
+
+    def shard(self, records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """This process's questions of an update (all of them in a single process). Under
+        `accelerate launch` each rank takes every world-th question and the gradient all-reduce
+        averages the ranks' per-sequence means."""
+        rank, world = self.accelerator.process_index, self.accelerator.num_processes
+        return list(records)[rank::world]
 
     def step_loss(self, records: Sequence[Mapping[str, Any]], ratio: float, step: int) -> tuple[torch.Tensor, dict]:
         raise NotImplementedError
@@ -135,9 +148,12 @@ class Trainer:
             lrs = set_lr(self.optimizer, step, self.cfg.warmup_steps)
             ratio = self.keep_ratio(step)
             t0 = time.perf_counter()
-            loss, metrics = self.step_loss(batches[step], ratio, step)
             self.optimizer.zero_grad(set_to_none=True)
-            self.accelerator.backward(loss)
+            loss, metrics = self.step_loss(self.shard(batches[step]), ratio, step)
+            if loss.requires_grad:  # else step_loss already backpropagated its microbatches
+                tb = time.perf_counter()
+                self.accelerator.backward(loss)
+                metrics["student_s"] = metrics.pop("student_forward_s", 0.0) + time.perf_counter() - tb
             grad_norm = self.accelerator.clip_grad_norm_(self.params, self.cfg.grad_clip)
             self.optimizer.step()
             self.after_step()
@@ -183,33 +199,59 @@ class DistillTrainer(Trainer):
                     t.lerp_(student[name].to(t.dtype), self.cfg.ema_rate)
 
     def step_loss(self, records, ratio, step):
-        cfg, seed = self.cfg, step_seed(self.cfg.seed, step)
+        cfg = self.cfg
+        seed = step_seed(cfg.seed, step) + self.accelerator.process_index  # ranks sample differently
         t0 = time.perf_counter()
         if self.method.on_policy:
-            ro = rollout(self.student, records, cfg.rollouts, ratio, cfg.selector, cfg.floor, cfg.max_new_tokens, seed)
+            ro = rollout(self.student, records, cfg.rollouts, ratio, cfg.selector, cfg.floor, cfg.max_new_tokens,
+                         seed, temperature=cfg.temperature, decode_batch=cfg.decode_batch)
             recs, responses, selection = ro.records, ro.responses, ro.selection
         else:  # fixed prefix: the dataset's reference answers, the student's selection at this budget
             recs, responses = list(records), [build_target(r) for r in records]
             with torch.no_grad():
                 selection = self.student.select(self.student.encode(recs), ratio, cfg.selector, cfg.floor, seed)
         t1 = time.perf_counter()
-        batch, width = encode_responses(self.student, recs, responses)
-        teacher = score_teacher(self.teacher, batch, width)
-        t2 = time.perf_counter()
-        student = score(self.student, batch, width, selection)
-        teacher_logits = teacher.logits
-        if self.method.teacher == "trust_region":  # lerp(initial logits, current student logits, mix)
-            teacher_logits = torch.lerp(teacher_logits, student.logits.detach(), cfg.trust_region_mix)
-        loss, stats = distill_loss(student.logits, teacher_logits, student.ids, student.mask,
-                                   objective=self.method.objective, top_k=cfg.top_k, alpha=cfg.jsd_alpha)
+        # Every row has >= 1 response token, so the per-sequence mean over the batch is the
+        # row-weighted mean of the microbatches' means: backward each with weight rows/total.
+        rows, size = len(recs), cfg.student_microbatch or len(recs)
+        total, agg, teacher_s, n_tokens, lengths = 0.0, {}, 0.0, 0, []
+        for lo in range(0, rows, size):
+            part = slice(lo, min(lo + size, rows))
+            sub, resp = recs[part], responses[part]
+            ta = time.perf_counter()
+            batch, width = encode_responses(self.student, sub, resp)
+            teacher_logits = self._teacher_logits(sub, resp, width)
+            teacher_s += time.perf_counter() - ta
+            student = score(self.student, batch, width, rows_of(selection, recs, part))
+            if self.method.teacher == "trust_region":  # lerp(initial logits, current student logits, mix)
+                teacher_logits = torch.lerp(teacher_logits, student.logits.detach(), cfg.trust_region_mix)
+            loss, stats = distill_loss(student.logits, teacher_logits, student.ids, student.mask,
+                                       objective=self.method.objective, top_k=cfg.top_k, alpha=cfg.jsd_alpha)
+            weight = (part.stop - part.start) / rows
+            self.accelerator.backward(loss * weight)
+            total += float(loss.detach()) * weight
+            for k, v in stats.items():
+                agg[k] = agg.get(k, 0.0) + v * weight
+            n_tokens += int(student.mask.sum())
+            lengths += student.mask.sum(1).tolist()
         t3 = time.perf_counter()
-        n_tokens = int(student.mask.sum())
-        lengths = student.mask.sum(1).float()
-        stats.update(rollout_s=t1 - t0, teacher_s=t2 - t1, student_forward_s=t3 - t2,
-                     mean_response_len=float(lengths.mean()),
-                     rollout_tokens_per_s=n_tokens / max(t1 - t0, 1e-9) if self.method.on_policy else math.nan,
-                     scoring_tokens_per_s=2 * n_tokens / max(t3 - t1, 1e-9))
-        return loss, stats
+        agg.update(rollout_s=t1 - t0, teacher_s=teacher_s, student_s=t3 - t1 - teacher_s,
+                   mean_response_len=sum(lengths) / len(lengths),
+                   rollout_tokens_per_s=n_tokens / max(t1 - t0, 1e-9) if self.method.on_policy else math.nan,
+                   scoring_tokens_per_s=2 * n_tokens / max(t3 - t1, 1e-9))
+        return torch.tensor(total), agg  # already backpropagated (student_s: forward + backward)
+
+    def _teacher_logits(self, records, responses, width: int) -> torch.Tensor:
+        """The frozen teacher's response logits for these rows, ``teacher_microbatch`` rows per
+        forward; each part is left-padded to ``width`` (responses are right-aligned, so the
+        padding lands on masked positions only)."""
+        size = self.cfg.teacher_microbatch or len(records)
+        parts = []
+        for lo in range(0, len(records), size):
+            batch, w = encode_responses(self.teacher, records[lo:lo + size], responses[lo:lo + size])
+            logits = score_teacher(self.teacher, batch, w).logits
+            parts.append(torch.nn.functional.pad(logits, (0, 0, width - w, 0)))
+        return torch.cat(parts)
 
 
 class SFTTrainer(Trainer):
