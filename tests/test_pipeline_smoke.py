@@ -191,3 +191,26 @@ def test_dvc_repro_builds_the_same_artifact(snake_run, tmp_path):
     # nothing changed -> DVC considers the stage up to date and does not run Snakemake again
     proc = _run(["dvc", "repro", "pipelines/smoke/dvc.yaml"], fresh)
     assert "didn't change, skipping" in proc.stdout or "up to date" in proc.stdout
+
+
+def test_a_killed_training_job_resumes_to_the_pipelines_weights(snake_run, tmp_path):
+    """`ltopd train` stopped after 1 of 2 updates (checkpoint kept, no student), then rerun:
+    it resumes at update 2 and ends with exactly the weights the pipeline's uninterrupted job saved."""
+    import torch
+    from safetensors.torch import load_file
+
+    repo, _ = snake_run
+    out = repo / "runs" / "smoke"
+    cmd = ["ltopd", "train", "--config", "config/smoke.yaml", "--rule", "resume_test", "--backbone", "qwen35-tiny",
+           "--model", str(out / "models" / "qwen35-tiny"), "--data", str(out / "data" / "lt14k"),
+           "--method", "ltopd", "--budget", "0.05", "--seed", "0", "--checkpoints", str(tmp_path / "ckpt"),
+           "--out", str(tmp_path / "student"), "--metrics", str(tmp_path / "train.json")]
+    _run(cmd + ["--stop-after", "1"], repo)
+    assert not (tmp_path / "student").exists()
+    assert [p.name for p in (tmp_path / "ckpt").iterdir()] == ["step-000001"]
+    proc = _run(cmd, repo)
+    assert "2 updates to budget 0.05, 1 run now" in proc.stdout
+    resumed = load_file(str(next((tmp_path / "student").glob("*.safetensors"))))
+    pipeline = load_file(str(next((out / "models/students/qwen35-tiny/ltopd/seed0").glob("*.safetensors"))))
+    assert resumed.keys() == pipeline.keys()
+    assert all(torch.equal(resumed[k], pipeline[k]) for k in resumed)

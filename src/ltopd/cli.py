@@ -256,7 +256,12 @@ def _train(args: argparse.Namespace) -> int:
             bar.update()
 
         student, logs, total = job.run(args.model, args.data, args.method, spec["training"], args.budget,
-                                       spec["reduction"]["floor"], args.seed, args.checkpoints, on_step=on_step)
+                                       spec["reduction"]["floor"], args.seed, args.checkpoints, on_step=on_step,
+                                       stop_after=args.stop_after)
+        if args.stop_after is not None and args.stop_after < total:
+            print(f"stopped after {args.stop_after} of {total} updates; checkpoints in {args.checkpoints}, "
+                  f"no student written (rerun without --stop-after to resume)")
+            return 0
         save_backbone(student, args.out)
         summary = {"updates": total, "budget": args.budget,
                    **{f"last_{k}": v for k, v in (logs[-1].metrics if logs else {}).items()},
@@ -367,6 +372,8 @@ def _parser() -> argparse.ArgumentParser:
             s.add_argument("--out", required=True, help="the trained student (save_pretrained folder)")
             s.add_argument("--metrics", required=True)
             s.add_argument("--threads", type=int, default=1)
+            s.add_argument("--stop-after", type=int, help="stop after this many updates, as a killed job would "
+                                                         "(checkpoints kept, no student written; to test resume)")
         if name == "table":
             s.add_argument("--table", required=True, choices=sorted(TITLES))
             s.add_argument("--results", nargs="+", required=True, help="metrics.json files of `ltopd evaluate`")

@@ -24,8 +24,11 @@ def lt14k_batches(path: str | Path) -> list[list[dict]]:
 
 
 def run(model_dir: str | Path, data_dir: str | Path, method: str, training: Mapping[str, Any], budget: float,
-        floor: int, seed: int, ckpt_dir: str | Path, on_step: Callable[[StepLog], None] | None = None):
-    """Train ``method`` from the model in ``model_dir``; returns (trained backbone, step logs)."""
+        floor: int, seed: int, ckpt_dir: str | Path, on_step: Callable[[StepLog], None] | None = None,
+        stop_after: int | None = None):
+    """Train ``method`` from the model in ``model_dir`` (resuming from ``ckpt_dir``); returns
+    (trained backbone, step logs of this call, total updates). ``stop_after`` ends the run after
+    that many completed updates, as a killed job would (to test resume)."""
     from ltopd.models.loading import load_backbone
 
     batches = lt14k_batches(data_dir)
@@ -33,6 +36,6 @@ def run(model_dir: str | Path, data_dir: str | Path, method: str, training: Mapp
     student = load_backbone(model_dir)
     cfg = TrainConfig.from_profile(training, budget=budget, floor=floor, seed=seed)
     trainer = make_trainer(student, method_spec(method), cfg, total)
-    logs = trainer.fit(batches, ckpt_dir, on_step=on_step)
+    logs = trainer.fit(batches, ckpt_dir, on_step=on_step, stop_after=stop_after)
     student.model = trainer.accelerator.unwrap_model(student.model)
     return student, logs, total
