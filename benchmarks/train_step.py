@@ -17,19 +17,15 @@ import time
 import torch
 
 from ltopd import config
-from ltopd.models.loading import load_backbone
-from ltopd.train.job import lt14k_batches
-from ltopd.train.methods import TRAINED, method_spec
-from ltopd.train.trainer import TrainConfig, make_trainer
+from ltopd.train import job
+from ltopd.train.methods import TRAINED
 
 PARTS = ("rollout_s", "teacher_s", "student_s")
 
 
 def measure(model: str, data: str, method: str, training: dict, budget: float, floor: int, updates: int) -> dict:
-    batches = lt14k_batches(data)
-    total = min(training.get("steps", len(batches)), len(batches))
-    cfg = TrainConfig.from_profile(training, budget=budget, floor=floor, seed=0)
-    trainer = make_trainer(load_backbone(model), method_spec(method), cfg, total)
+    trainer, batches = job.build(model, data, method, training, budget, floor, seed=0)
+    total = trainer.total_steps
     t0 = time.perf_counter()
     logs = trainer.fit(batches, None, stop_after=updates)  # no checkpoints: timing only
     wall = time.perf_counter() - t0

@@ -247,7 +247,7 @@ def _train(args: argparse.Namespace) -> int:
     spec, settings = _job_inputs(args, ("training", "reduction"))
     key = {"backbone": args.backbone, "method": args.method, "seed": str(args.seed)}
     batches = json.loads((Path(args.data) / "manifest.json").read_text())["num_batches"]
-    steps = min(spec["training"].get("steps", batches), batches)
+    steps = job.total_updates(spec["training"], batches)
     with job_run(settings, args.rule, key, spec, inputs={"model": args.model, "lt14k": args.data}) as run, \
             progress_bar(steps, f"train {args.method}", "update") as bar:
         def on_step(log):

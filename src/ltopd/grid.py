@@ -113,12 +113,13 @@ def eval_outputs(cfg: dict[str, Any], key: str = "eval_metrics") -> list[str]:
             for j in eval_jobs(cfg)]
 
 
-def table2_inputs(cfg: dict[str, Any]) -> list[str]:
-    """Table 2 reads the evaluations of the grid's first backbone (Qwen3.5-4B in the paper)."""
+def table2_inputs(cfg: dict[str, Any], methods: set[str] | None = None) -> list[str]:
+    """Table 2 reads the evaluations of the grid's first backbone (Qwen3.5-4B in the paper);
+    ``methods`` keeps only those methods' evaluations."""
     first = cfg["grid"]["backbones"][0]
     p = paths(cfg)["eval_metrics"]
     return [p.format(backbone=j.backbone, method=j.method, budget=j.budget_tag, benchmark=j.benchmark, seed=j.seed)
-            for j in eval_jobs(cfg) if j.backbone == first]
+            for j in eval_jobs(cfg) if j.backbone == first and (methods is None or j.method in methods)]
 
 
 # Tables comparing trained variants at the target budget (each beside full tokens); a profile
@@ -134,8 +135,7 @@ def ablation_tables(cfg: dict[str, Any]) -> list[str]:
 
 
 def ablation_inputs(cfg: dict[str, Any], table: str) -> list[str]:
-    keep = {"full", *ABLATION_TABLES[table]}
-    return [f for f in table2_inputs(cfg) if Path(f).parts[-5] in keep]  # .../{method}/{budget}/{bench}/seed/metrics.json
+    return table2_inputs(cfg, {"full", *ABLATION_TABLES[table]})
 
 
 def twins(cfg: dict[str, Any]) -> list[str]:
@@ -157,6 +157,11 @@ def table2_targets(cfg: dict[str, Any]) -> list[str]:
     p = paths(cfg)
     return [p["table2"], p["table2_md"], p["table2_fig"]] + [
         p[k].format(table=t) for t in ablation_tables(cfg) for k in ("table", "table_md")]
+
+
+def efficiency_backbones(cfg: dict[str, Any]) -> list[str]:
+    """Backbones Table 5 measures: `efficiency.backbones`, else the grid's."""
+    return (cfg.get("efficiency") or {}).get("backbones") or cfg["grid"]["backbones"]
 
 
 def table5_targets(cfg: dict[str, Any]) -> list[str]:
@@ -209,8 +214,7 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
         + [{t: {"persist": True, "cache": False}} for t in tables],
     }
     if cfg.get("efficiency"):
-        eff = cfg["efficiency"]
-        measured = eff.get("backbones") or cfg["grid"]["backbones"]
+        eff, measured = cfg["efficiency"], efficiency_backbones(cfg)
         stages["table5"] = {
             "cmd": f"{snake} -- {' '.join(table5_targets(cfg))}",
             "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk", "src/ltopd/efficiency",

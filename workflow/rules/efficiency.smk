@@ -1,10 +1,10 @@
 # Efficiency (Table 5, Appendix E): the measured protocol on each backbone of `efficiency.backbones`
 # (default: the grid's), then results/table5.csv/.md with the paper's rows and the analytic
 # Qwen3.5-4B rows (config/models/qwen3_5_4b.json) beside ours.
-from ltopd.efficiency.cli import DEFAULTS as EFFICIENCY_DEFAULTS
+from ltopd.efficiency.cli import settings as efficiency_settings
 
-EFFICIENCY = {**EFFICIENCY_DEFAULTS, **(config.get("efficiency") or {})}
-EFFICIENCY_BACKBONES = EFFICIENCY.get("backbones") or config["grid"]["backbones"]
+EFFICIENCY = efficiency_settings(config)
+EFFICIENCY_BACKBONES = grid.efficiency_backbones(config)
 
 
 rule efficiency:

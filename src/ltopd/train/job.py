@@ -23,19 +23,30 @@ def lt14k_batches(path: str | Path) -> list[list[dict]]:
     return [[r for _, r in sorted(groups[b], key=lambda x: x[0])] for b in sorted(groups)]
 
 
+def total_updates(training: Mapping[str, Any], num_batches: int) -> int:
+    """Updates of a run: one per LT-14K batch, capped by ``training.steps``."""
+    return min(training.get("steps", num_batches), num_batches)
+
+
+def build(model_dir: str | Path, data_dir: str | Path, method: str, training: Mapping[str, Any], budget: float,
+          floor: int, seed: int):
+    """(trainer with the student loaded from ``model_dir``, LT-14K batches in sampler order)."""
+    from ltopd.models.loading import load_backbone
+
+    batches = lt14k_batches(data_dir)
+    cfg = TrainConfig.from_profile(training, budget=budget, floor=floor, seed=seed)
+    trainer = make_trainer(load_backbone(model_dir), method_spec(method), cfg, total_updates(training, len(batches)))
+    return trainer, batches
+
+
 def run(model_dir: str | Path, data_dir: str | Path, method: str, training: Mapping[str, Any], budget: float,
         floor: int, seed: int, ckpt_dir: str | Path, on_step: Callable[[StepLog], None] | None = None,
         stop_after: int | None = None):
     """Train ``method`` from the model in ``model_dir`` (resuming from ``ckpt_dir``); returns
     (trained backbone, step logs of this call, total updates). ``stop_after`` ends the run after
     that many completed updates, as a killed job would (to test resume)."""
-    from ltopd.models.loading import load_backbone
-
-    batches = lt14k_batches(data_dir)
-    total = min(training.get("steps", len(batches)), len(batches))
-    student = load_backbone(model_dir)
-    cfg = TrainConfig.from_profile(training, budget=budget, floor=floor, seed=seed)
-    trainer = make_trainer(student, method_spec(method), cfg, total)
+    trainer, batches = build(model_dir, data_dir, method, training, budget, floor, seed)
     logs = trainer.fit(batches, ckpt_dir, on_step=on_step, stop_after=stop_after)
+    student = trainer.student
     student.model = trainer.accelerator.unwrap_model(student.model)
-    return student, logs, total
+    return student, logs, trainer.total_steps
