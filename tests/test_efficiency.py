@@ -226,7 +226,7 @@ def test_measure_runs_the_protocol_on_a_twin_in_seconds(tokenizer, textvqa) -> N
 
 
 def test_table5_files_from_the_cli(tmp_path, monkeypatch) -> None:
-    from ltopd.efficiency.cli import main
+    from ltopd.cli import main  # `ltopd table5 build`
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
     res = [{"method": "full", "ratio": 1.0, "selector": "cdpruner", "questions": 3, "latency_ms": 200.0,

@@ -22,21 +22,23 @@ def command(name: str, help: str):
     return deco
 
 
-def _job_inputs(args: argparse.Namespace, sections: tuple[str, ...]):
-    """(spec, MLflow settings) from --spec (Snakemake) or --config (by hand)."""
+def _job_inputs(args: argparse.Namespace, sections: tuple[str, ...], optional: tuple[str, ...] = ()):
+    """(spec, MLflow settings) from --spec (Snakemake) or --config (by hand); ``optional``
+    sections a profile may leave out read as {}."""
     from ltopd import config as config_mod
     from ltopd.tracking import Settings
 
     if args.config:
         cfg = config_mod.load(args.config)
-        return {"profile": cfg["profile"], **{k: cfg[k] for k in sections}}, Settings.from_config(cfg)
+        spec, settings = {"profile": cfg["profile"], **{k: cfg[k] for k in sections}}, Settings.from_config(cfg)
+        return {**spec, **{k: cfg.get(k) or {} for k in optional}}, settings
     if not args.spec:
         raise SystemExit("give --config PROFILE.yaml or --spec JSON")
     spec = json.loads(args.spec)
     missing = [k for k in ("profile", *sections) if k not in spec]
     if missing:
         raise SystemExit(f"--spec lacks section(s) {missing}")
-    return spec, Settings.from_env()
+    return {**spec, **{k: spec.get(k) or {} for k in optional}}, Settings.from_env()
 
 
 @command("validate", "check a profile against the schema and print the experiment grid size")

@@ -1,14 +1,12 @@
 """`ltopd table5 measure|build`: the Appendix E protocol on one backbone, then Table 5.
 
-Wired into ltopd.cli as the `table5` subcommand (add_parser + run); ``main`` parses the same
-arguments on its own: ``python -m ltopd.efficiency.cli table5 build --config config/default.yaml ...``.
+Wired into ltopd.cli as the `table5` subcommand (add_parser + run):
+``ltopd table5 build --config config/default.yaml --measurements ... --out ... --markdown ...``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 # Used when a profile has no `efficiency` section (the schema's defaults should say the same).
@@ -73,20 +71,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _inputs(args: argparse.Namespace, sections: tuple[str, ...]):
-    """(spec, MLflow settings) from --config or --spec, like ltopd.cli's jobs; a missing
-    `efficiency` section means DEFAULTS."""
-    from ltopd.tracking import Settings
+    """(spec, MLflow settings) as for every ltopd job; a missing `efficiency` section means DEFAULTS."""
+    from ltopd.cli import _job_inputs
 
-    if args.config:
-        from ltopd import config as config_mod
-
-        cfg = config_mod.load(args.config)
-        return {"profile": cfg["profile"], **{k: cfg.get(k) or {} for k in sections}}, Settings.from_config(cfg)
-    spec = json.loads(args.spec)
-    missing = [k for k in ("profile", *sections) if k not in spec and k != "efficiency"]
-    if missing:
-        raise SystemExit(f"--spec lacks section(s) {missing}")
-    return {**spec, "efficiency": spec.get("efficiency") or {}}, Settings.from_env()
+    return _job_inputs(args, sections, optional=("efficiency",))
 
 
 def measure(args: argparse.Namespace) -> int:
@@ -101,7 +89,7 @@ def measure(args: argparse.Namespace) -> int:
     from ltopd.tracking import job_run
 
     torch.set_num_threads(args.threads)
-    spec, tracking = _inputs(args, ("efficiency", "reduction"))
+    spec, tracking = _inputs(args, ("reduction",))
     eff = settings(spec)
     protocol = Protocol.from_config(eff)
     floor = int(spec["reduction"]["floor"])
@@ -142,7 +130,7 @@ def build(args: argparse.Namespace) -> int:
     from ltopd.efficiency.analytic import TextArch
     from ltopd.tracking import job_run
 
-    spec, tracking = _inputs(args, ("efficiency",))
+    spec, tracking = _inputs(args, ())
     eff = settings(spec)
     arch = TextArch.from_file(args.analytic_config or eff["analytic_config"])
     with job_run(tracking, args.rule, {}, spec) as run:
@@ -163,14 +151,3 @@ def build(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     return {"measure": measure, "build": build}[args.table5_action](args)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ltopd-table5")
-    add_parser(parser.add_subparsers(dest="cmd", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
