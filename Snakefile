@@ -26,6 +26,9 @@ localrules:
     table2,
     ablation_table,
     table5,
+    study_table,
+    figure4,
+    all_tables,
 
 # One MLflow parent run per invocation, created before any job runs (SQLite hates racing creators).
 onstart:

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from ltopd import config
-from ltopd.grid import METHODS, eval_jobs
+from ltopd.grid import METHODS, eval_jobs, table2_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = sorted((ROOT / "config").glob("*.yaml"))
@@ -52,7 +52,11 @@ def _broken(tmp_path, mutate) -> Path:
     (lambda c: c["evaluation"]["benchmarks"].update(pope={"n": 7}), ["evaluation.benchmarks.pope.n", "multiple of 2"]),
     (lambda c: c["evaluation"]["benchmarks"].update(pope={"n": 8, "path": "x"}), ["evaluation.benchmarks.pope"]),
     (lambda c: c["evaluation"]["benchmarks"].update(popee={"n": 8}), ["evaluation.benchmarks", "'popee'", "allowed values"]),
-    (lambda c: c["grid"]["methods"].append("epic"), ["grid.methods", "['epic'] have no trainer", "allowed values now", "ltopd"]),
+    (lambda c: c["grid"]["methods"].append("llava_mini"), ["grid.methods", "['llava_mini'] have no trainer", "allowed values now", "ltopd"]),
+    (lambda c: c["studies"]["table4"].update(backbones=["qwen-huge"]), ["studies.table4.backbones", "'qwen-huge'", "defined backbones"]),
+    (lambda c: c["studies"]["table14"].update(benchmarks=["nope"]), ["studies.table14.benchmarks", "'nope'", "allowed values"]),
+    (lambda c: c["studies"].update(table99={}), ["studies", "table99", "allowed keys"]),
+    (lambda c: c["rl"].update(clip_hi=0.3), ["rl", "clip_hi", "allowed keys"]),
         (lambda c: c.pop("training"), ["training: required", "trained methods", "'ltopd'"]),
         (lambda c: c["efficiency"].update(backbones=["qwen35-huge"]), ["efficiency.backbones", "'qwen35-huge'", "defined backbones"]),
         (lambda c: c["efficiency"].update(benchmark="vqav2"), ["efficiency.benchmark", "'vqav2'", "allowed values"]),
@@ -81,6 +85,18 @@ def test_grid_expansion_rules():
     cfg = config.load(ROOT / "config" / "default.yaml")
     cfg = copy.deepcopy(cfg)
     cfg["grid"].update(methods=["full", "cdpruner", "ltopd"], budgets=[0.2, 0.05], benchmarks=["pope"])
+    studies = cfg.pop("studies")
     jobs = {(j.method, j.budget) for j in eval_jobs(cfg)}
     assert jobs == {("full", 1.0), ("cdpruner", 0.2), ("cdpruner", 0.05), ("ltopd", 0.05)}
+    # a study adds its own methods at the smallest budget, on its backbones and benchmarks, once each
+    cfg["studies"] = {"table4": studies["table4"], "table6": {"benchmarks": ["gqa"]}}
+    jobs = list(eval_jobs(cfg))
+    assert len(jobs) == len(set(jobs))
+    extra = {(j.backbone, j.method, j.budget, j.benchmark) for j in jobs} - {
+        ("qwen35-tiny", m, b, "pope") for m, b in [("full", 1.0), ("cdpruner", 0.2), ("cdpruner", 0.05), ("ltopd", 0.05)]}
+    assert extra == {(bb, m, b, "pope") for bb in ("glm46v-tiny", "llava-ov-tiny")
+                     for m, b in [("full", 1.0), ("cdpruner", 0.05), ("ltopd", 0.05)]} | {
+        ("qwen35-tiny", m, b, "gqa") for m, b in [("full", 1.0), ("cdpruner", 0.05), ("grpo", 0.05), ("gspo", 0.05),
+                                                  ("dapo", 0.05), ("ltopd", 0.05)]}
+    assert all("grpo" not in f for f in table2_inputs(cfg))  # Table 2 reads the grid's evaluations only
     assert METHODS["ltopd"] == "trained" and METHODS["divprune"] == "selector"

@@ -167,6 +167,38 @@ def test_table7_compares_the_teachers_beside_the_papers(snake_run):
     assert "| paper | LT-OPD, EMA teacher | 5% |" in (out / "results" / "table7.md").read_text()
 
 
+def test_studies_train_every_family_and_build_their_tables(snake_run):
+    repo, _ = snake_run
+    out = repo / "runs" / "smoke"
+    import csv
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{out / 'mlruns.db'}")
+    exp = client.get_experiment_by_name("ltopd-smoke")
+    for method, key in (("grpo", "reward_mean"), ("gspo", "reward_mean"), ("dapo", "groups_kept"),
+                        ("epic", "teacher_keep_ratio")):
+        summary = json.loads((out / "metrics" / "train" / "qwen35-tiny" / method / "seed0.json").read_text())
+        assert summary["updates"] == 2, method
+        (run,) = client.search_runs([exp.experiment_id], f"tags.rule = 'train' and tags.`wildcard.method` = '{method}'")
+        assert key in run.data.metrics and run.data.params["training.rollouts"] == "2", method
+    (run,) = client.search_runs([exp.experiment_id], "tags.rule = 'train' and tags.`wildcard.method` = 'dapo'")
+    assert run.data.params["rl.overlong_cache"] == "4"  # the family's own section reaches the job
+    table4 = list(csv.DictReader((out / "results" / "table4.csv").open()))
+    ours = {(r["backbone"], r["method"]) for r in table4 if r["source"] == "ours"}
+    assert ours == {(b, m) for b in ("glm46v-tiny", "llava-ov-tiny") for m in ("full", "cdpruner", "ltopd")}
+    assert {r["backbone"] for r in table4 if r["source"] == "paper"} == {"GLM-4.6V-9B", "LLaVA-OV-1.5-4B"}
+    table6 = [r for r in csv.DictReader((out / "results" / "table6.csv").open()) if r["source"] == "ours"]
+    assert [r["method"] for r in table6] == ["full", "cdpruner", "grpo", "gspo", "dapo", "ltopd"]
+    table14 = [r for r in csv.DictReader((out / "results" / "table14.csv").open()) if r["source"] == "ours"]
+    assert {r["method"] for r in table14} == {"full", "cdpruner", "epic", "ltopd"} and all(r["muirbench"] for r in table14)
+    recovery = list(csv.DictReader((out / "results" / "figure4.csv").open()))
+    assert {(r["method"], r["benchmark"]) for r in recovery} == {
+        (m, b) for m in ("grpo", "gspo", "dapo", "ltopd") for b in ("vstar", "pope")}
+    for name in ("figure4.png", "table2_retain_vs_budget.png"):
+        assert (out / "results" / "figures" / name).stat().st_size > 1000
+
+
 def test_second_run_has_nothing_to_do(snake_run):
     repo, _ = snake_run
     proc = _run(["snakemake", "--cores", "2", "--configfile", "config/smoke.yaml", "-n"], repo)

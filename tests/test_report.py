@@ -16,6 +16,7 @@ from ltopd.report.retain import Stat, retain_ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTED = ROOT.parent / "shared" / "paper" / "reported-numbers.md"
+PAPER = REPORTED.parent / "paper.txt"
 
 
 def test_retain_ratio_hand_worked() -> None:
@@ -122,7 +123,7 @@ def test_transcribed_paper_numbers_appear_in_reported_numbers(table) -> None:
     quoted = {float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.?\d*", _reported_text(table))}
     for row in paper_rows(table):
         for k, v in row.items():
-            if k not in ("method", "budget"):
+            if k not in ("method", "budget", "backbone"):
                 assert float(v) in quoted, f"{row['method']} {k}={v} not in reported-numbers.md {table}"
 
 
@@ -136,3 +137,68 @@ def test_ablation_table_keeps_full_and_its_methods() -> None:
         ("paper", "ltopd"), ("paper", "ltopd_trust_region"), ("paper", "ltopd_teacher_ema")]
     assert rows[1]["avg_retain"].mean == pytest.approx(62.5)  # the same arithmetic as Table 2's rows
     assert [r["avg_retain"].mean for r in rows[3:]] == [82.3, 81.5, 81.3]
+
+
+NUM = r"(\d+(?:\.\d+)?)"
+
+
+def _study_quotes() -> dict[tuple[str, str | None, str, str], float]:
+    """{(table, backbone or None, method, key): value} read off the line of reported-numbers.md
+    that quotes each number (Table 6's CDPruner from paper.txt Section 4.6, the only place it is
+    stated for that table), so a number copied from the wrong line or model is caught."""
+    lines = REPORTED.read_text().splitlines()
+
+    def line(tag: str) -> str:
+        i = next(i for i, l in enumerate(lines) if l.startswith(tag))
+        return " ".join([lines[i]] + [l.strip() for l in lines[i + 1:i + 3] if l.startswith("  ")])
+
+    def after(text: str, pattern: str) -> tuple[float, ...]:
+        m = re.search(pattern, text)
+        assert m, f"{pattern!r} not in {text!r}"
+        return tuple(float(g) for g in m.groups())
+
+    q: dict[tuple[str, str | None, str, str], float] = {}
+    for table, tag, backbones in (("table3", "- Table 3 ", ("Qwen3.5-4B", "Qwen3.5-9B")),
+                                  ("table4", "- Table 4 ", ("GLM-4.6V-9B", "LLaVA-OV-1.5-4B"))):
+        for bb in backbones:  # "<backbone> <CDPruner> -> <LT-OPD>"
+            cdp, lt = after(line(tag), re.escape(bb) + rf" {NUM} -> {NUM}")
+            q[(table, bb, "cdpruner", "avg_retain")], q[(table, bb, "ltopd", "avg_retain")] = cdp, lt
+    t6 = line("- Table 6 ")
+    for label, method in (("GRPO", "grpo"), ("GSPO", "gspo"), ("DAPO", "dapo"), ("LT-OPD", "ltopd")):
+        q[("table6", None, method, "avg_retain")], = after(t6, rf"\b{label} {NUM}")
+    sec46 = next(p for p in PAPER.read_text().splitlines() if "As shown in Table 6" in p)
+    q[("table6", None, "cdpruner", "avg_retain")], = after(sec46, rf"from {NUM}%")
+    t14 = line("- Table 14 ")
+    assert "(MuirBench, MVBench)" in t14  # the order of LT-OPD's two scores
+    mb, mv, avg = after(t14, rf"LT-OPD {NUM} / {NUM}, Avg {NUM}")
+    q.update({("table14", None, "ltopd", "muirbench"): mb, ("table14", None, "ltopd", "mvbench"): mv,
+              ("table14", None, "ltopd", "avg_retain"): avg})
+    q[("table14", None, "cdpruner", "avg_retain")], = after(t14, rf"CDPruner {NUM}")
+    q[("table14", None, "epic", "avg_retain")], = after(t14, rf"EPIC {NUM}")
+    t5 = line("- Table 5 ")
+    for label, method, pattern in (("LT-OPD", "ltopd", rf"TFLOPs -> {NUM}x"),
+                                   ("HiPrune", "hiprune", rf"HiPrune {NUM}x"), ("EPIC", "epic", rf"EPIC {NUM}x")):
+        q[("figure1_right", None, method, "flops_ratio")], = after(t5, pattern)
+        row = next(l for l in lines if re.match(rf"\| {re.escape(label)}[ (|]", l))  # Table 2's row
+        q[("figure1_right", None, method, "avg_retain")], = after(row, rf"\| 5% \| {NUM} \|$")
+    return q
+
+
+@pytest.mark.skipif(not (REPORTED.is_file() and PAPER.is_file()), reason="needs ../shared/paper/ beside the repo")
+def test_study_numbers_are_quoted_on_their_own_lines() -> None:
+    quotes = _study_quotes()
+    transcribed = {}
+    for table in ("table3", "table4", "table6", "table14", "figure1_right"):
+        for row in paper_rows(table):
+            assert row["budget"] == 0.05, f"{table} {row}: every number quoted is at 5%"
+            for k, v in row.items():
+                if k not in ("method", "budget", "backbone"):
+                    transcribed[(table, row.get("backbone"), row["method"], k)] = float(v)
+    assert transcribed == quotes  # every quoted number transcribed, each from its own line and model
+
+
+def test_reported_rows_honour_a_rows_own_backbone() -> None:
+    rows = table2.reported_rows(["x"], "table4")
+    assert [r["backbone"] for r in rows] == ["GLM-4.6V-9B"] * 2 + ["LLaVA-OV-1.5-4B"] * 2
+    assert {r["backbone"] for r in table2.reported_rows(["x"], "table6")} == {"Qwen3.5-4B"}  # the table's
+    assert {r["backbone"] for r in table2.reported_rows(["x"], "table14")} == {"Qwen3.5-4B"}  # the default

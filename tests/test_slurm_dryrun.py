@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ltopd.grid import METHODS, eval_jobs
+from ltopd.grid import METHODS, grid_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "workflow" / "profiles" / "slurm" / "config.yaml"
@@ -85,7 +85,7 @@ def test_dry_run_plans_training_and_evaluation(dry_run) -> None:
     first = cfg["grid"]["backbones"][0]
     assert {(j["wildcards"]["backbone"], j["wildcards"]["method"]) for j in jobs if j["rule"] == "train"} == \
         {(first, m) for m in trained}
-    assert sum(j["rule"] == "evaluate" for j in jobs) == sum(1 for e in eval_jobs(cfg) if e.backbone == first)
+    assert sum(j["rule"] == "evaluate" for j in jobs) == sum(1 for e in grid_jobs(cfg) if e.backbone == first)
 
 
 @pytest.mark.parametrize("rule", ["train", "evaluate"])

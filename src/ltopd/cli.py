@@ -245,8 +245,11 @@ def _train(args: argparse.Namespace) -> int:
     from ltopd.tracking import job_run
     from ltopd.train import job
 
+    from ltopd.train.methods import SECTIONS, method_spec
+
     torch.set_num_threads(args.threads)
-    spec, settings = _job_inputs(args, ("training", "reduction"))
+    section = method_spec(args.method).section  # rl / epic: the family's own hyperparameters
+    spec, settings = _job_inputs(args, ("training", "reduction"), optional=tuple(SECTIONS.values()))
     key = {"backbone": args.backbone, "method": args.method, "seed": str(args.seed)}
     batches = json.loads((Path(args.data) / "manifest.json").read_text())["num_batches"]
     steps = job.total_updates(spec["training"], batches)
@@ -259,7 +262,7 @@ def _train(args: argparse.Namespace) -> int:
 
         student, logs, total = job.run(args.model, args.data, args.method, spec["training"], args.budget,
                                        spec["reduction"]["floor"], args.seed, args.checkpoints, on_step=on_step,
-                                       stop_after=args.stop_after)
+                                       stop_after=args.stop_after, method_params=spec[section] if section else None)
         if args.stop_after is not None and args.stop_after < total:
             print(f"stopped after {args.stop_after} of {total} updates; checkpoints in {args.checkpoints}, "
                   f"no student written (rerun without --stop-after to resume)")
@@ -389,6 +392,9 @@ def _parser() -> argparse.ArgumentParser:
     from ltopd.efficiency import cli as efficiency_cli  # `ltopd table5 measure|build`
 
     efficiency_cli.add_parser(sub)
+    from ltopd.report import cli as report_cli  # `ltopd study|figure4|figure1`
+
+    report_cli.add_parser(sub)
     return p
 
 
@@ -401,6 +407,10 @@ def main(argv: list[str] | None = None) -> int:
             from ltopd.efficiency import cli as efficiency_cli
 
             return efficiency_cli.run(args)
+        if args.cmd in ("study", "figure4", "figure1"):
+            from ltopd.report import cli as report_cli
+
+            return report_cli.run(args)
         return COMMANDS[args.cmd][0](args)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -86,9 +86,12 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     missing = [m for m in grid["methods"] if m in METHODS and m not in runnable]
     if missing:
         out.append(f"grid.methods: {missing} have no trainer in this version; allowed values now: {runnable}")
-    trained = [m for m in grid["methods"] if m in TRAINED]
+    out += _study_problems(cfg)
+    from ltopd.grid import eval_jobs
+
+    trained = sorted({j.method for j in eval_jobs(cfg) if j.method in TRAINED}) if not out else []
     if trained and "training" not in cfg:
-        out.append(f"training: required because grid.methods has trained methods {trained}")
+        out.append(f"training: required because the grid or a study has trained methods {trained}")
     if "training" in cfg and cfg["training"]["selector"] not in SELECTORS:
         out.append(f"training.selector: {cfg['training']['selector']!r} unknown; allowed values: {sorted(SELECTORS)}")
     eff = cfg.get("efficiency") or {}
@@ -114,6 +117,23 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
         scaled_quotas({k: v["quota"] for k, v in lt["sources"].items()}, lt["scale"], lt["num_batches"] * lt["batch_size"])
     except ValueError as e:
         out.append(f"lt14k: {e}")
+    return out
+
+
+def _study_problems(cfg: dict[str, Any]) -> list[str]:
+    """Each study's backbones must be defined and its benchmarks known and configured."""
+    from ltopd.grid import BENCHMARKS
+
+    out = []
+    for name, study in (cfg.get("studies") or {}).items():
+        for b in study.get("backbones") or []:
+            if b not in cfg["backbones"]:
+                out.append(f"studies.{name}.backbones: {b!r} is not defined; defined backbones: {sorted(cfg['backbones'])}")
+        for b in study.get("benchmarks") or []:
+            if b not in BENCHMARKS:
+                out.append(f"studies.{name}.benchmarks: {b!r} is not a known benchmark; allowed values: {list(BENCHMARKS)}")
+            elif b not in cfg["evaluation"]["benchmarks"]:
+                out.append(f"studies.{name}.benchmarks: {b!r} has no evaluation.benchmarks entry")
     return out
 
 

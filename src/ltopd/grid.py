@@ -47,8 +47,22 @@ def budget_tag(budget: float) -> str:
 
 
 def eval_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
-    """Every evaluation the grid asks for. `full` runs once (budget 1); trained methods run at
-    the smallest budget, the one the paper trains for; selectors at every budget."""
+    """Every evaluation the grid and the studies ask for, each once. `full` runs once (budget 1);
+    trained methods run at the smallest budget, the one the paper trains for; selectors at every
+    budget of the grid (at the smallest in a study)."""
+    seen: set[EvalJob] = set()
+    for job in grid_jobs(cfg):
+        seen.add(job)
+        yield job
+    for study in studies(cfg):
+        for job in study_jobs(cfg, study):
+            if job not in seen:
+                seen.add(job)
+                yield job
+
+
+def grid_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
+    """The evaluations of the `grid` section alone (Table 2's)."""
     g = cfg["grid"]
     lowest = min(g["budgets"])
     for bb, m, bench, seed in itertools.product(g["backbones"], g["methods"], g["benchmarks"], cfg["seeds"]):
@@ -103,6 +117,7 @@ def paths(cfg: dict[str, Any]) -> dict[str, str]:
         "table5_md": str(root / "results" / "table5.md"),
         "table": str(root / "results" / "{table}.csv"),
         "table_md": str(root / "results" / "{table}.md"),
+        "figure": str(root / "results" / "figures" / "{figure}.png"),
     }
 
 
@@ -119,7 +134,7 @@ def table2_inputs(cfg: dict[str, Any], methods: set[str] | None = None) -> list[
     first = cfg["grid"]["backbones"][0]
     p = paths(cfg)["eval_metrics"]
     return [p.format(backbone=j.backbone, method=j.method, budget=j.budget_tag, benchmark=j.benchmark, seed=j.seed)
-            for j in eval_jobs(cfg) if j.backbone == first and (methods is None or j.method in methods)]
+            for j in grid_jobs(cfg) if j.backbone == first and (methods is None or j.method in methods)]
 
 
 # Tables comparing trained variants at the target budget (each beside full tokens); a profile
@@ -138,6 +153,73 @@ def ablation_inputs(cfg: dict[str, Any], table: str) -> list[str]:
     return table2_inputs(cfg, {"full", *ABLATION_TABLES[table]})
 
 
+@dataclass(frozen=True)
+class Study:
+    """A table (or figure) comparing fixed methods at the grid's smallest budget on chosen
+    backbones and benchmarks (profile section ``studies.<name>``: ``backbones``, default the
+    grid's first; ``benchmarks``, default the grid's)."""
+
+    methods: tuple[str, ...]
+    title: str
+
+
+# The paper's comparisons outside Table 2. "cdpruner" is the untrained student's row (the
+# selector LT-OPD trains with), the S_pruned of Figure 4's recovery.
+STUDIES: dict[str, Study] = {
+    "table3": Study(("full", "cdpruner", "ltopd"), "Table 3: model scales"),
+    "table4": Study(("full", "cdpruner", "ltopd"), "Table 4: model families"),
+    "table6": Study(("full", "cdpruner", "grpo", "gspo", "dapo", "ltopd"), "Table 6: RL algorithms vs LT-OPD"),
+    "table14": Study(("full", "cdpruner", "epic", "ltopd"), "Table 14: multi-image benchmarks"),
+    "figure4": Study(("full", "cdpruner", "grpo", "gspo", "dapo", "ltopd"), "Figure 4: compression-gap recovery"),
+}
+
+
+def studies(cfg: dict[str, Any]) -> list[str]:
+    """The studies this profile builds (its ``studies`` section), in registry order."""
+    asked = cfg.get("studies") or {}
+    return [s for s in STUDIES if s in asked]
+
+
+def study_backbones(cfg: dict[str, Any], study: str) -> list[str]:
+    return (cfg.get("studies") or {}).get(study, {}).get("backbones") or cfg["grid"]["backbones"][:1]
+
+
+def study_benchmarks(cfg: dict[str, Any], study: str) -> list[str]:
+    return (cfg.get("studies") or {}).get(study, {}).get("benchmarks") or list(cfg["grid"]["benchmarks"])
+
+
+def study_jobs(cfg: dict[str, Any], study: str) -> Iterator[EvalJob]:
+    """Full tokens once (budget 1), every other method at the grid's smallest budget."""
+    lowest = float(min(cfg["grid"]["budgets"]))
+    for bb, m, bench, seed in itertools.product(study_backbones(cfg, study), STUDIES[study].methods,
+                                                study_benchmarks(cfg, study), cfg["seeds"]):
+        yield EvalJob(bb, m, 1.0 if METHODS[m] == "reference" else lowest, bench, seed)
+
+
+def study_inputs(cfg: dict[str, Any], study: str) -> list[str]:
+    p = paths(cfg)["eval_metrics"]
+    return [p.format(backbone=j.backbone, method=j.method, budget=j.budget_tag, benchmark=j.benchmark, seed=j.seed)
+            for j in study_jobs(cfg, study)]
+
+
+def evaluated_backbones(cfg: dict[str, Any]) -> list[str]:
+    """Every backbone some evaluation of the grid or a study uses, in first-use order."""
+    return list(dict.fromkeys(j.backbone for j in eval_jobs(cfg)))
+
+
+def study_targets(cfg: dict[str, Any]) -> list[str]:
+    """Each study's CSV and markdown (figure 4: CSV and bar plot), and Figure 1 right (FLOPs
+    ratio vs average retain ratio, from Table 2's rows) when the profile has an efficiency section."""
+    p = paths(cfg)
+    out = []
+    for s in studies(cfg):
+        out += [p["table"].format(table=s), p["figure"].format(figure=s) if s.startswith("figure")
+                else p["table_md"].format(table=s)]
+    if cfg.get("efficiency"):
+        out += [p["table"].format(table="figure1_right"), p["figure"].format(figure="figure1_right")]
+    return out
+
+
 def twins(cfg: dict[str, Any]) -> list[str]:
     """Backbones the pipeline pretrains itself (tiny twins); the others are local checkpoints."""
     return [name for name, bb in cfg["backbones"].items() if bb.get("twin")]
@@ -149,7 +231,12 @@ def targets(cfg: dict[str, Any]) -> list[str]:
     out = [p["lt14k"], p["lt14k_metrics"]]
     for b in twins(cfg):
         out += [p["twin"].format(backbone=b), p["twin_metrics"].format(backbone=b)]
-    return out + eval_outputs(cfg) + table2_targets(cfg) + table5_targets(cfg)
+    return out + eval_outputs(cfg) + table2_targets(cfg) + table5_targets(cfg) + study_targets(cfg)
+
+
+def all_tables(cfg: dict[str, Any]) -> list[str]:
+    """Every table and figure of the profile (rule all_tables)."""
+    return table2_targets(cfg) + table5_targets(cfg) + study_targets(cfg)
 
 
 def table2_targets(cfg: dict[str, Any]) -> list[str]:
@@ -198,15 +285,16 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
             "metrics": [{m: {"cache": False}} for m in mets],
         }
     root = Path(cfg["out_root"])
-    tables = table2_targets(cfg)
+    tables = table2_targets(cfg) + study_targets(cfg)
     stages["table2"] = {
         "cmd": f"{snake} -- all_evaluations {' '.join(tables)}",  # rule all_evaluations: every eval job
         "deps": [config_file, "Snakefile", "workflow/rules/eval.smk", "workflow/rules/train.smk",
                  "workflow/rules/report.smk", "src/ltopd/bench", "src/ltopd/report", "src/ltopd/models",
                  "src/ltopd/selectors", "src/ltopd/train"]
-        + [p["twin"].format(backbone=b) for b in tw if b in cfg["grid"]["backbones"]],
+        + [p["twin"].format(backbone=b) for b in tw if b in evaluated_backbones(cfg)]
+        + ([cfg["efficiency"]["analytic_config"]] if cfg.get("efficiency") else []),  # Figure 1 right
         "params": [{config_file: ["evaluation", "grid", "seeds", "reduction", "world"]
-                    + (["training"] if "training" in cfg else [])}],
+                    + [k for k in ("training", "rl", "epic", "studies") if k in cfg]}],
         "outs": [{str(root / "data" / "bench"): {"persist": True}},
                  {str(root / "models" / "students"): {"persist": True}},
                  {str(root / "metrics" / "train"): {"persist": True, "cache": False}},

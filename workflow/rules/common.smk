@@ -58,6 +58,19 @@ def ablation_inputs(wildcards):
     return grid.ablation_inputs(config, wildcards.table)
 
 
+def study_inputs(wildcards):
+    return grid.study_inputs(config, wildcards.table)
+
+
+def train_spec(wildcards):
+    """A training job's spec: `training` and `reduction`, plus its family's own section (rl,
+    epic), so tuning GRPO's clip reruns the RL jobs only."""
+    from ltopd.train.methods import method_spec
+
+    section = method_spec(wildcards.method).section
+    return spec("training", "reduction", **({section: config.get(section) or {}} if section else {}))
+
+
 def train_launcher():
     """`ltopd`, or `accelerate launch` across the job's GPUs when training.distributed asks."""
     dist = config.get("training", {}).get("distributed") or {"strategy": "none", "num_processes": 1}

@@ -38,3 +38,67 @@ rule ablation_table:
     shell:
         "ltopd table --table {wildcards.table} --spec {params.spec:q} --results {input.results} "
         "--out {output.csv} --markdown {output.md} --rule ablation_table > {log} 2>&1"
+
+
+rule study_table:
+    input:
+        results=study_inputs,
+        code=code("report") + ["src/ltopd/cli.py"],
+    output:
+        csv=PATHS["table"],
+        md=PATHS["table_md"],
+    params:
+        spec=spec("grid", "seeds", studies=config.get("studies") or {}),
+    wildcard_constraints:
+        table="|".join(t for t in grid.STUDIES if t.startswith("table")),
+    log:
+        f"{PATHS['logs']}/{{table}}.log",
+    conda:
+        "../../envs/ltopd.yaml"
+    shell:
+        "ltopd study --study {wildcards.table} --spec {params.spec:q} --results {input.results} "
+        "--out {output.csv} --markdown {output.md} --rule study_table > {log} 2>&1"
+
+
+rule figure4:
+    input:
+        results=grid.study_inputs(config, "figure4") if "figure4" in grid.studies(config) else [],
+        code=code("report") + ["src/ltopd/cli.py"],
+    output:
+        csv=PATHS["table"].format(table="figure4"),
+        figure=PATHS["figure"].format(figure="figure4"),
+    params:
+        spec=spec("grid", "seeds", studies=config.get("studies") or {}),
+    log:
+        f"{PATHS['logs']}/figure4.log",
+    conda:
+        "../../envs/ltopd.yaml"
+    shell:
+        "ltopd figure4 --spec {params.spec:q} --results {input.results} --out {output.csv} "
+        "--figure {output.figure} --rule figure4 > {log} 2>&1"
+
+
+if config.get("efficiency"):
+
+    rule figure1_right:
+        input:
+            results=grid.table2_inputs(config),
+            arch=config["efficiency"]["analytic_config"],
+            code=code("report", "efficiency") + ["src/ltopd/cli.py"],
+        output:
+            csv=PATHS["table"].format(table="figure1_right"),
+            figure=PATHS["figure"].format(figure="figure1_right"),
+        params:
+            spec=spec("grid", "seeds", "efficiency"),
+        log:
+            f"{PATHS['logs']}/figure1_right.log",
+        conda:
+            "../../envs/ltopd.yaml"
+        shell:
+            "ltopd figure1 --spec {params.spec:q} --results {input.results} --analytic-config {input.arch} "
+            "--out {output.csv} --figure {output.figure} --rule figure1_right > {log} 2>&1"
+
+
+rule all_tables:
+    input:
+        grid.all_tables(config),

@@ -12,7 +12,7 @@ rule train:
         model=directory(PATHS["student"]),
         metrics=PATHS["train_metrics"],
     params:
-        spec=spec("training", "reduction"),
+        spec=train_spec,
         budget=min(config["grid"]["budgets"]),
         checkpoints=lambda wc: PATHS["checkpoints"].format(**wc),
         launch=train_launcher(),

@@ -27,7 +27,7 @@ LABELS = {"full": "Full tokens", "fastv": "FastV", "divprune": "DivPrune", "dart
           "opd_no_curriculum": "On-policy JSD, no curriculum", "ltopd": "LT-OPD",
           "ltopd_no_plateau": "LT-OPD, no final plateau", "ltopd_forward_kl": "LT-OPD, forward KL",
           "ltopd_reverse_kl": "LT-OPD, reverse KL", "ltopd_teacher_ema": "LT-OPD, EMA teacher",
-          "ltopd_trust_region": "LT-OPD, trust-region teacher"}
+          "ltopd_trust_region": "LT-OPD, trust-region teacher", "grpo": "GRPO", "gspo": "GSPO", "dapo": "DAPO"}
 BENCH_LABELS = {"vstar": "V*Bench", "hrbench4k": "HR-4K", "gqa": "GQA", "mmmu": "MMMU", "mmbench": "MMB",
                 "mme": "MME", "pope": "POPE", "textvqa": "TVQA", "ocrbench": "OCRB",
                 "muirbench": "MuirBench", "mvbench": "MVBench"}
@@ -73,10 +73,11 @@ def our_rows(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[
 
 
 def reported_rows(benchmarks: Sequence[str], table: str = "table2") -> list[dict[str, Any]]:
-    """The paper's rows of ``table`` in our row format (no spread: the paper reports one run)."""
+    """The paper's rows of ``table`` in our row format (no spread: the paper reports one run). A
+    row's own ``backbone`` (tables spanning several models) overrides the table's."""
     rows = []
     for r in paper_rows(table):
-        rows.append({"source": "paper", "backbone": paper_backbone(table), "method": r["method"],
+        rows.append({"source": "paper", "backbone": r.get("backbone", paper_backbone(table)), "method": r["method"],
                      "budget": float(r["budget"]), "seeds": "",
                      "bench": {b: Stat(float(r[b]), math.nan, 1) for b in benchmarks if b in r},
                      "avg_retain": Stat(float(r["avg_retain"]), math.nan, 1) if "avg_retain" in r else None,
@@ -109,14 +110,19 @@ def _cell(s: Stat | None, seeds: int | str) -> str:
     return f"{s.mean:.1f} ± {s.sd:.1f}" if isinstance(seeds, int) and seeds > 1 else f"{s.mean:.1f}"
 
 
-def to_markdown(rows: list[dict[str, Any]], benchmarks: Sequence[str], notes: Sequence[str] = ()) -> str:
-    head = ["", "Method", "Budget", *[BENCH_LABELS.get(b, b) for b in benchmarks], "Avg. retain (%)"]
+def to_markdown(rows: list[dict[str, Any]], benchmarks: Sequence[str], notes: Sequence[str] = (),
+                show_backbone: bool = False) -> str:
+    """``show_backbone`` adds a Backbone column (tables spanning several models); off, the
+    output is Table 2's."""
+    head = ["", *(["Backbone"] if show_backbone else []), "Method", "Budget",
+            *[BENCH_LABELS.get(b, b) for b in benchmarks], "Avg. retain (%)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         mark = "paper" if r["source"] == "paper" else "ours"
         budget = "100%" if r["budget"] >= 1 else f"{100 * r['budget']:g}%"
         cells = [_cell(r["bench"].get(b), r["seeds"]) for b in benchmarks]
-        lines.append("| " + " | ".join([mark, LABELS.get(r["method"], r["method"]), budget, *cells,
+        lines.append("| " + " | ".join([mark, *([r["backbone"]] if show_backbone else []),
+                                        LABELS.get(r["method"], r["method"]), budget, *cells,
                                         _cell(r["avg_retain"], r["seeds"])]) + " |")
     return "\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n"
 

@@ -29,23 +29,24 @@ def total_updates(training: Mapping[str, Any], num_batches: int) -> int:
 
 
 def build(model_dir: str | Path, data_dir: str | Path, method: str, training: Mapping[str, Any], budget: float,
-          floor: int, seed: int):
-    """(trainer with the student loaded from ``model_dir``, LT-14K batches in sampler order)."""
+          floor: int, seed: int, method_params: Mapping[str, Any] | None = None):
+    """(trainer with the student loaded from ``model_dir``, LT-14K batches in sampler order).
+    ``method_params``: the method family's own profile section (``rl``, ``epic``), if any."""
     from ltopd.models.loading import load_backbone
 
     batches = lt14k_batches(data_dir)
-    cfg = TrainConfig.from_profile(training, budget=budget, floor=floor, seed=seed)
+    cfg = TrainConfig.from_profile(training, budget=budget, floor=floor, seed=seed, method_params=method_params)
     trainer = make_trainer(load_backbone(model_dir), method_spec(method), cfg, total_updates(training, len(batches)))
     return trainer, batches
 
 
 def run(model_dir: str | Path, data_dir: str | Path, method: str, training: Mapping[str, Any], budget: float,
         floor: int, seed: int, ckpt_dir: str | Path, on_step: Callable[[StepLog], None] | None = None,
-        stop_after: int | None = None):
+        stop_after: int | None = None, method_params: Mapping[str, Any] | None = None):
     """Train ``method`` from the model in ``model_dir`` (resuming from ``ckpt_dir``); returns
     (trained backbone, step logs of this call, total updates). ``stop_after`` ends the run after
     that many completed updates, as a killed job would (to test resume)."""
-    trainer, batches = build(model_dir, data_dir, method, training, budget, floor, seed)
+    trainer, batches = build(model_dir, data_dir, method, training, budget, floor, seed, method_params)
     logs = trainer.fit(batches, ckpt_dir, on_step=on_step, stop_after=stop_after)
     student = trainer.student
     student.model = trainer.accelerator.unwrap_model(student.model)

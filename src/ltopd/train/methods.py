@@ -1,8 +1,11 @@
-"""Every training method of the paper as a registry entry over two trainer families.
+"""Every training method of the paper as a registry entry over four trainer families.
 
 distill: the student is pulled toward a full-token teacher on response tokens -- on its own
          rollouts (LT-OPD and its ablations) or on the dataset's reference answers (fixed-prefix
          KD). sft: cross-entropy on the reference answers at the student's budget.
+rl:      policy gradient on the student's own rollouts with a correctness reward (GRPO, GSPO,
+         DAPO; Table 6). epic: EPIC's progressive consistency distillation (the same weights
+         as teacher at a smaller reduction than the student, on the reference answers).
 """
 
 from __future__ import annotations
@@ -12,25 +15,39 @@ from dataclasses import dataclass
 from ltopd.train.losses import OBJECTIVES
 
 TEACHERS = ("frozen", "ema", "trust_region")
+FAMILIES = ("distill", "sft", "rl", "epic")
+POLICY_LOSSES = ("grpo", "gspo", "dapo")
+# The profile section holding a family's own hyperparameters (beside `training`).
+SECTIONS = {"rl": "rl", "epic": "epic"}
 
 
 @dataclass(frozen=True)
 class MethodSpec:
     name: str
-    family: str  # "distill" | "sft"
+    family: str  # one of FAMILIES
     on_policy: bool = True  # distill on student rollouts; False: on the reference answers
     objective: str = "jsd"
     curriculum: bool = True
     plateau: bool = True
     teacher: str = "frozen"
+    policy_loss: str | None = None  # rl family: grpo | gspo | dapo
 
     def __post_init__(self) -> None:
-        if self.family not in ("distill", "sft"):
-            raise ValueError(f"{self.name}: family must be distill or sft, got {self.family!r}")
+        if self.family not in FAMILIES:
+            raise ValueError(f"{self.name}: family must be one of {FAMILIES}, got {self.family!r}")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"{self.name}: objective must be one of {OBJECTIVES}, got {self.objective!r}")
         if self.teacher not in TEACHERS:
             raise ValueError(f"{self.name}: teacher must be one of {TEACHERS}, got {self.teacher!r}")
+        if (self.family == "rl") != (self.policy_loss is not None) or (
+                self.policy_loss is not None and self.policy_loss not in POLICY_LOSSES):
+            raise ValueError(f"{self.name}: the rl family (and only it) needs policy_loss in {POLICY_LOSSES}, "
+                             f"got {self.policy_loss!r}")
+
+    @property
+    def section(self) -> str | None:
+        """The profile section with this method's own hyperparameters, if its family has one."""
+        return SECTIONS.get(self.family)
 
 
 TRAINED: dict[str, MethodSpec] = {m.name: m for m in (
@@ -44,6 +61,11 @@ TRAINED: dict[str, MethodSpec] = {m.name: m for m in (
     MethodSpec("kd_fixed_prefix", "distill", on_policy=False),          # curriculum + fixed-prefix JSD
     MethodSpec("sft", "sft", curriculum=False),                         # same selector, same budget
     MethodSpec("sft_curriculum", "sft"),
+    # Table 6: general-purpose RL applied directly at the target budget (no curriculum).
+    MethodSpec("grpo", "rl", curriculum=False, policy_loss="grpo"),
+    MethodSpec("gspo", "rl", curriculum=False, policy_loss="gspo"),
+    MethodSpec("dapo", "rl", curriculum=False, policy_loss="dapo"),
+    MethodSpec("epic", "epic", curriculum=False),                       # its own progressive schedule
 )}
 
 

@@ -53,18 +53,21 @@ class TrainConfig:
     student_microbatch: int | None = None  # rows per student forward/backward (gradient accumulation)
     teacher_microbatch: int | None = None  # rows per teacher forward
     seed: int = 0
+    method_params: Mapping[str, Any] = field(default_factory=dict)  # the family's own section (rl, epic)
 
     @classmethod
-    def from_profile(cls, training: Mapping[str, Any], budget: float, floor: int, seed: int) -> "TrainConfig":
+    def from_profile(cls, training: Mapping[str, Any], budget: float, floor: int, seed: int,
+                     method_params: Mapping[str, Any] | None = None) -> "TrainConfig":
         """From a profile's ``training`` section; ``budget`` is the grid's smallest budget,
-        ``floor`` the reduction floor, ``seed`` the grid seed of this run."""
+        ``floor`` the reduction floor, ``seed`` the grid seed of this run, ``method_params`` the
+        method family's own section (``rl``, ``epic``) if it has one."""
         t = dict(training)
         lr, cur, betas = t.pop("lr"), t.pop("curriculum"), t.pop("betas")
         t.pop("steps", None)
         t.pop("distributed", None)  # how the job is launched (workflow/rules/train.smk), not the math
         seed = t.pop("init_seed", 0) + seed  # the paper's init seed 42 offsets every grid seed
         return cls(budget=budget, floor=floor, seed=seed, lrs=dict(lr), curriculum_alpha=cur["alpha"],
-                   betas=(float(betas[0]), float(betas[1])), **t)
+                   betas=(float(betas[0]), float(betas[1])), method_params=dict(method_params or {}), **t)
 
 
 @dataclass
@@ -78,7 +81,8 @@ def step_seed(seed: int, step: int) -> int:
 
 
 class Trainer:
-    """Shared loop. Subclasses implement ``step_loss(records, ratio, step) -> (loss, metrics)``."""
+    """Shared loop. Subclasses implement ``step_loss(records, ratio, step) -> (loss, metrics)``;
+    a returned loss without grad means step_loss backpropagated its microbatches itself."""
 
     def __init__(self, student: Backbone, method: MethodSpec, cfg: TrainConfig, total_steps: int):
         from accelerate import Accelerator
@@ -274,5 +278,15 @@ class SFTTrainer(Trainer):
 TRAINERS: dict[str, type[Trainer]] = {"distill": DistillTrainer, "sft": SFTTrainer}
 
 
+def register(family: str):
+    """Class decorator: the trainer of a method family (the rl and epic modules register here)."""
+    def add(cls: type[Trainer]) -> type[Trainer]:
+        TRAINERS[family] = cls
+        return cls
+    return add
+
+
 def make_trainer(student: Backbone, method: MethodSpec, cfg: TrainConfig, total_steps: int) -> Trainer:
+    from ltopd.train import epic, rl  # noqa: F401  (register their families)
+
     return TRAINERS[method.family](student, method, cfg, total_steps)

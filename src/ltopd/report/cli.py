@@ -1,0 +1,125 @@
+"""`ltopd study|figure4|figure1`: the tables and figures of grid.STUDIES and Figure 1 right.
+
+Wired into ltopd.cli like efficiency/cli.py (add_parser + run):
+``ltopd study --study table3 --spec JSON --results ... --out CSV --markdown MD``,
+``ltopd figure4 --spec JSON --results ... --out CSV --figure PNG``,
+``ltopd figure1 --spec JSON --results ... [--analytic-config JSON] --out CSV --figure PNG``.
+The spec holds the config sections the job depends on: profile, grid, seeds, studies, efficiency.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+COMMANDS = ("study", "figure4", "figure1")
+
+
+def add_parser(subparsers: Any) -> None:
+    from ltopd.grid import STUDIES
+
+    helps = {"study": "a study table (Tables 3, 4, 6, 14) -> results/<table>.csv/.md",
+             "figure4": "Figure 4: compression-gap recovery -> CSV + bar plot",
+             "figure1": "Figure 1 right: prefill FLOPs ratio vs average retain ratio -> CSV + scatter plot"}
+    for name in COMMANDS:
+        s = subparsers.add_parser(name, help=helps[name])
+        g = s.add_mutually_exclusive_group(required=True)
+        g.add_argument("--config", help="profile YAML (run by hand)")
+        g.add_argument("--spec", help="JSON of the config sections the job depends on (from Snakemake)")
+        s.add_argument("--rule", default=name)
+        s.add_argument("--results", nargs="+", required=True, help="metrics.json files of `ltopd evaluate`")
+        s.add_argument("--out", required=True, help="CSV")
+        if name == "study":
+            s.add_argument("--study", required=True, choices=[t for t in STUDIES if t.startswith("table")])
+            s.add_argument("--markdown", required=True)
+        else:
+            s.add_argument("--figure", required=True, help="PNG")
+        if name == "figure1":
+            s.add_argument("--analytic-config", help="HF-style config of the analytic architecture "
+                                                    "(default: the profile's efficiency.analytic_config)")
+        s.set_defaults(func=run)
+
+
+def _inputs(args: argparse.Namespace):
+    from ltopd.cli import _job_inputs  # lazily: ltopd.cli imports this module
+
+    return _job_inputs(args, ("grid", "seeds"), optional=("studies", "efficiency"))
+
+
+def study(args: argparse.Namespace) -> int:
+    from ltopd.atomic import atomic_file
+    from ltopd.grid import STUDIES, study_benchmarks
+    from ltopd.report import studies, table2
+    from ltopd.tracking import job_run
+
+    spec, settings = _inputs(args)
+    benchmarks = study_benchmarks(spec, args.study)
+    with job_run(settings, args.rule, {"table": args.study}, spec) as run:
+        rows, notes = studies.build_study(table2.load_results(args.results), spec, args.study)
+        with atomic_file(args.out) as fh:
+            fh.write(table2.to_csv(rows, benchmarks))
+        md = studies.study_markdown(rows, benchmarks, notes)
+        with atomic_file(args.markdown) as fh:
+            fh.write(f"# {STUDIES[args.study].title} ({spec['profile']} profile)\n\n" + md)
+        run.log_metrics({f"{r['backbone']}/{r['method']}-{r['budget']:g}/avg_retain": r["avg_retain"].mean
+                         for r in rows if r["source"] == "ours" and r["avg_retain"].n})
+        run.log_artifact(args.out)
+        run.log_artifact(args.markdown)
+    print(md)
+    return 0
+
+
+def figure4(args: argparse.Namespace) -> int:
+    import math
+
+    from ltopd.atomic import atomic_file
+    from ltopd.grid import STUDIES
+    from ltopd.report import figures, studies, table2
+    from ltopd.tracking import job_run
+
+    spec, settings = _inputs(args)
+    with job_run(settings, args.rule, {"figure": "figure4"}, spec) as run:
+        rows, notes = studies.recovery(table2.load_results(args.results), spec)
+        with atomic_file(args.out) as fh:
+            fh.write(studies.recovery_csv(rows))
+        figures.recovery_bars(rows, args.figure, f"{STUDIES['figure4'].title} ({spec['profile']} profile)\n"
+                              "paper: LT-OPD exceeds every RL method by > 45 points on V*Bench", notes)
+        run.log_metrics({f"{r['backbone']}/{r['method']}/{r['benchmark']}/recovery": r["recovery"]
+                         for r in rows if not math.isnan(r["recovery"])})
+        run.log_artifact(args.out)
+        run.log_artifact(args.figure)
+    print(studies.recovery_csv(rows) + "\n".join(f"- {n}" for n in notes))
+    return 0
+
+
+def figure1(args: argparse.Namespace) -> int:
+    from ltopd.atomic import atomic_file
+    from ltopd.efficiency.analytic import TextArch
+    from ltopd.efficiency.cli import settings as efficiency_settings
+    from ltopd.report import figures, studies, table2
+    from ltopd.tracking import job_run
+
+    spec, settings = _inputs(args)
+    backbone, benchmarks = spec["grid"]["backbones"][0], spec["grid"]["benchmarks"]  # Table 2's rows
+    arch = TextArch.from_file(args.analytic_config or efficiency_settings(spec)["analytic_config"])
+    n_text, n_visual, floor = studies.protocol_tokens(arch)
+    with job_run(settings, args.rule, {"figure": "figure1_right"}, spec) as run:
+        t2, _ = table2.build(table2.load_results(args.results), backbone, benchmarks)
+        rows = studies.flops_vs_retain(t2, arch, floor, n_visual, n_text)
+        with atomic_file(args.out) as fh:
+            fh.write(studies.flops_csv(rows))
+        note = (f"x: prefill FLOPs of the analytic {arch.name or 'Qwen3.5-4B'} at Table 5's tokens "
+                f"({n_text:.1f} text + "
+                f"{n_visual:.1f} visual, floor {floor}); y: ours on {backbone}. {studies.EPIC_NOTE}.")
+        figures.flops_retain_scatter(rows, args.figure, f"Figure 1 right: FLOPs vs average retain "
+                                     f"({spec['profile']} profile)", note)
+        run.log_metrics({f"{r['method']}-{r['budget']:g}/flops_ratio": r["flops_ratio"]
+                         for r in rows if r["source"] == "ours"})
+        run.log_artifact(args.out)
+        run.log_artifact(args.figure)
+    print(studies.flops_csv(rows) + f"- {note}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return {"study": study, "figure4": figure4, "figure1": figure1}[args.cmd](args)

@@ -1,0 +1,139 @@
+"""GRPO, GSPO and DAPO (Table 6) on the rollout and scoring core LT-OPD uses.
+
+The student samples ``rollouts`` responses per question at its budget (the same rollout() as
+LT-OPD), each response is rewarded for correctness against the reference answer, advantages
+are normalised within each question's group, and the policy loss is the method's pure function
+(ltopd.train.rl_losses). One policy update per rollout batch: pi_old is the sampling policy
+itself, so every ratio is 1 at the update (its gradient is the plain policy gradient) and the
+clip ranges bound the ratio only when a batch is reused -- as in TRL's default single iteration.
+No KL term (none of the three uses one here; implementation-facts.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import torch
+
+from ltopd.models.hook import Selection
+from ltopd.train import rl_losses
+from ltopd.train.reward import correctness_reward
+from ltopd.train.rollout import concat, rollout, rows_of
+from ltopd.train.scoring import encode_responses, score
+from ltopd.train.trainer import Trainer, register, step_seed
+
+
+@dataclass(frozen=True)
+class RLParams:
+    """The profile's ``rl`` section."""
+
+    clip: float = 0.2  # GRPO, both sides
+    dual_clip: float = 3.0  # GRPO and DAPO, negative advantages
+    gspo_clip: tuple[float, float] = (3e-4, 4e-4)  # GSPO's sequence-ratio range (low, high)
+    dapo_clip: tuple[float, float] = (0.2, 0.28)  # DAPO's clip-higher (low, high)
+    overlong_cache: int = 4  # DAPO: the soft-penalty window (tokens) before max_new_tokens
+    resample_rounds: int = 2  # DAPO: re-roll all-equal groups this many times before dropping them
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, Any] | None) -> "RLParams":
+        s = dict(section or {})
+        unknown = sorted(set(s) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"rl: unknown key(s) {unknown}; allowed: {sorted(f.name for f in fields(cls))}")
+        for k in ("gspo_clip", "dapo_clip"):
+            if k in s:
+                s[k] = (float(s[k][0]), float(s[k][1]))
+        return cls(**s)
+
+
+@dataclass
+class Group:
+    """One question's rollouts: G copies of the record, G responses, their selection, rewards."""
+
+    records: list[Mapping[str, Any]]
+    responses: list[list[int]]
+    selection: Selection
+    correct: torch.Tensor  # (G,) 0/1
+
+
+def policy_loss(name: str, p: RLParams, logp, old_logp, adv, mask) -> torch.Tensor:
+    if name == "grpo":
+        return rl_losses.grpo_loss(logp, old_logp, adv, mask, clip=p.clip, dual_clip=p.dual_clip)
+    if name == "gspo":
+        return rl_losses.gspo_loss(logp, old_logp, adv, mask, *p.gspo_clip)
+    return rl_losses.dapo_loss(logp, old_logp, adv, mask, *p.dapo_clip, dual_clip=p.dual_clip)
+
+
+@register("rl")
+class RLTrainer(Trainer):
+    def __init__(self, student, method, cfg, total_steps):
+        super().__init__(student, method, cfg, total_steps)
+        self.rl = RLParams.from_section(cfg.method_params)
+
+    def _groups(self, records: Sequence[Mapping[str, Any]], ratio: float, seed: int) -> list[Group]:
+        cfg, n = self.cfg, self.cfg.rollouts
+        ro = rollout(self.student, records, n, ratio, cfg.selector, cfg.floor, cfg.max_new_tokens, seed,
+                     temperature=cfg.temperature, decode_batch=cfg.decode_batch)
+        text = self.student.tokenizer.batch_decode(ro.responses, skip_special_tokens=False)
+        out = []
+        for q in range(len(records)):
+            rows = slice(q * n, (q + 1) * n)
+            correct = torch.tensor([correctness_reward(r, t) for r, t in zip(ro.records[rows], text[rows])])
+            out.append(Group(ro.records[rows], ro.responses[rows], rows_of(ro.selection, ro.records, rows), correct))
+        return out
+
+    def _rewards(self, groups: Sequence[Group]) -> torch.Tensor:
+        """(Q, G) rewards: correctness, plus DAPO's soft overlong penalty."""
+        rewards = torch.stack([g.correct for g in groups]).float()
+        if self.method.policy_loss == "dapo":
+            lengths = torch.tensor([[len(r) for r in g.responses] for g in groups])
+            rewards = rewards + rl_losses.overlong_penalty(lengths, self.cfg.max_new_tokens, self.rl.overlong_cache)
+        return rewards
+
+    def step_loss(self, records, ratio, step):
+        cfg, name = self.cfg, self.method.policy_loss
+        seed = step_seed(cfg.seed, step) + self.accelerator.process_index
+        t0 = time.perf_counter()
+        groups = self._groups(records, ratio, seed)
+        reward_mean = float(torch.stack([g.correct for g in groups]).float().mean())
+        resampled = 0
+        if name == "dapo":  # dynamic sampling: re-roll groups whose answers all agree, then drop them
+            for round_ in range(1, self.rl.resample_rounds + 1):
+                flat = [i for i, g in enumerate(groups) if g.correct.min() == g.correct.max()]
+                if not flat:
+                    break
+                again = self._groups([groups[i].records[0] for i in flat], ratio, seed + 104_729 * round_)
+                for i, g in zip(flat, again):
+                    groups[i] = g
+                resampled += len(flat)
+            keep = rl_losses.dynamic_sampling_keep(torch.stack([g.correct for g in groups]))
+            groups = [g for g, k in zip(groups, keep.tolist()) if k]
+        t1 = time.perf_counter()
+        metrics = {"reward_mean": reward_mean, "groups_kept": float(len(groups)), "groups_resampled": float(resampled),
+                   "rollout_s": t1 - t0}
+        if not groups:  # every group uniform: no learning signal this update
+            return torch.tensor(0.0), {**metrics, "mean_response_len": 0.0, "student_s": 0.0}
+        adv = rl_losses.grpo_advantages(self._rewards(groups)).reshape(-1)
+        recs = [r for g in groups for r in g.records]
+        responses = [r for g in groups for r in g.responses]
+        selection = concat([g.selection for g in groups])
+        lengths = [len(r) for r in responses]
+        total_rows, total_tokens = len(recs), sum(lengths)
+        size = cfg.student_microbatch or total_rows
+        total = 0.0
+        for lo in range(0, total_rows, size):
+            part = slice(lo, min(lo + size, total_rows))
+            batch, width = encode_responses(self.student, recs[part], responses[part])
+            scored = score(self.student, batch, width, rows_of(selection, recs, part))
+            logp = torch.log_softmax(scored.logits.float(), -1).gather(-1, scored.ids.unsqueeze(-1)).squeeze(-1)
+            loss = policy_loss(name, self.rl, logp, logp.detach(), adv[part], scored.mask)
+            # DAPO means over every token of the batch; GRPO and GSPO over sequences.
+            weight = (sum(lengths[part]) / total_tokens) if name == "dapo" else (part.stop - part.start) / total_rows
+            self.accelerator.backward(loss * weight)
+            total += float(loss.detach()) * weight
+        metrics.update(mean_response_len=total_tokens / total_rows, adv_abs_mean=float(adv.abs().mean()),
+                       student_s=time.perf_counter() - t1)
+        return torch.tensor(total), metrics
