@@ -52,7 +52,7 @@ def _broken(tmp_path, mutate) -> Path:
     (lambda c: c["evaluation"]["benchmarks"].update(pope={"n": 7}), ["evaluation.benchmarks.pope.n", "multiple of 2"]),
     (lambda c: c["evaluation"]["benchmarks"].update(pope={"n": 8, "path": "x"}), ["evaluation.benchmarks.pope"]),
     (lambda c: c["evaluation"]["benchmarks"].update(popee={"n": 8}), ["evaluation.benchmarks", "'popee'", "allowed values"]),
-    (lambda c: c["grid"]["methods"].append("llava_mini"), ["grid.methods", "['llava_mini'] have no trainer", "allowed values now", "ltopd"]),
+    (lambda c: c["grid"]["methods"].append("mqt_llava"), ["grid.methods", "'mqt_llava' is not a known method", "allowed values"]),
     (lambda c: c["studies"]["table4"].update(backbones=["qwen-huge"]), ["studies.table4.backbones", "'qwen-huge'", "defined backbones"]),
     (lambda c: c["studies"]["table14"].update(benchmarks=["nope"]), ["studies.table14.benchmarks", "'nope'", "allowed values"]),
     (lambda c: c["studies"].update(table99={}), ["studies", "table99", "allowed keys"]),

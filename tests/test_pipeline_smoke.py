@@ -103,8 +103,8 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
 
     rows = list(csv.DictReader((out / "results" / "table2.csv").open()))
     ours = [(r["method"], r["budget"]) for r in rows if r["source"] == "ours"]
-    assert ours == [("full", "1"), ("cdpruner", "0.05"), ("ltopd", "0.05"), ("ltopd_teacher_ema", "0.05"),
-                    ("ltopd_trust_region", "0.05")]
+    assert ours == [("full", "1"), ("cdpruner", "0.05"), ("llava_mini", "0.05"), ("ltopd", "0.05"),
+                    ("ltopd_teacher_ema", "0.05"), ("ltopd_trust_region", "0.05")]
     assert any(r["source"] == "paper" and r["method"] == "ltopd" and r["avg_retain"] == "82.30" for r in rows)
     full = next(r for r in rows if r["method"] == "full" and r["source"] == "ours")
     assert full["avg_retain"] in ("100.00", "")  # empty only if every full score is 0
@@ -116,7 +116,12 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
     client = MlflowClient(f"sqlite:///{out / 'mlruns.db'}")
     exp = client.get_experiment_by_name("ltopd-smoke")
     runs = client.search_runs([exp.experiment_id], "tags.rule = 'evaluate'")
-    assert len(runs) == 10 and all(r.info.status == "FINISHED" for r in runs)
+    import yaml
+
+    from ltopd.grid import eval_jobs
+
+    cfg = yaml.safe_load((repo / "config" / "smoke.yaml").read_text())
+    assert len(runs) == sum(1 for _ in eval_jobs(cfg)) == 34 and all(r.info.status == "FINISHED" for r in runs)
     for bench in ("vstar", "pope"):
         job = out / "results" / "eval" / "qwen35-tiny" / "cdpruner" / "0.05" / bench / "seed0"
         metrics = json.loads((job / "metrics.json").read_text())
@@ -177,13 +182,18 @@ def test_studies_train_every_family_and_build_their_tables(snake_run):
     client = MlflowClient(f"sqlite:///{out / 'mlruns.db'}")
     exp = client.get_experiment_by_name("ltopd-smoke")
     for method, key in (("grpo", "reward_mean"), ("gspo", "reward_mean"), ("dapo", "groups_kept"),
-                        ("epic", "teacher_keep_ratio")):
+                        ("epic", "teacher_keep_ratio"), ("llava_mini", "lr_llava_mini")):
         summary = json.loads((out / "metrics" / "train" / "qwen35-tiny" / method / "seed0.json").read_text())
         assert summary["updates"] == 2, method
         (run,) = client.search_runs([exp.experiment_id], f"tags.rule = 'train' and tags.`wildcard.method` = '{method}'")
         assert key in run.data.metrics and run.data.params["training.rollouts"] == "2", method
     (run,) = client.search_runs([exp.experiment_id], "tags.rule = 'train' and tags.`wildcard.method` = 'dapo'")
-    assert run.data.params["rl.overlong_cache"] == "4"  # the family's own section reaches the job
+    assert run.data.params["rl.overlong_cache"] == "2"  # the family's own section reaches the job
+    # the LLaVA-Mini student carries its module into evaluation
+    student = out / "models" / "students" / "qwen35-tiny" / "llava_mini" / "seed0"
+    assert (student / "llava_mini.safetensors").is_file()
+    metrics = json.loads((out / "results/eval/qwen35-tiny/llava_mini/0.05/vstar/seed0/metrics.json").read_text())
+    assert metrics["model"].endswith("students/qwen35-tiny/llava_mini/seed0") and metrics["n"] == 8
     table4 = list(csv.DictReader((out / "results" / "table4.csv").open()))
     ours = {(r["backbone"], r["method"]) for r in table4 if r["source"] == "ours"}
     assert ours == {(b, m) for b in ("glm46v-tiny", "llava-ov-tiny") for m in ("full", "cdpruner", "ltopd")}

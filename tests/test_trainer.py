@@ -91,15 +91,15 @@ def test_every_trained_method_has_a_trainer_and_bad_specs_fail() -> None:
     from ltopd.grid import METHODS
     from ltopd.train.trainer import TRAINERS
 
-    from ltopd.train import epic, rl  # noqa: F401
-    assert {m.family for m in TRAINED.values()} == set(TRAINERS) == {"distill", "sft", "rl", "epic"}
-    assert set(TRAINED) == {m for m, f in METHODS.items() if f == "trained"} - {"llava_mini"}
+    from ltopd.train import epic, llava_mini, rl  # noqa: F401
+    assert {m.family for m in TRAINED.values()} == set(TRAINERS) == {"distill", "sft", "rl", "epic", "llava_mini"}
+    assert set(TRAINED) == {m for m, f in METHODS.items() if f == "trained"}
     with pytest.raises(ValueError, match="objective must be one of"):
         MethodSpec("x", "distill", objective="kl")
     with pytest.raises(ValueError, match="policy_loss"):
         MethodSpec("x", "rl")
     with pytest.raises(ValueError, match="has no trainer yet"):
-        method_spec("llava_mini")
+        method_spec("mqt_llava")
 
 
 CFG = TrainConfig(budget=0.25, floor=1, rollouts=2, max_new_tokens=5, top_k=8, warmup_steps=2,
@@ -110,7 +110,8 @@ def _weights(trainer) -> dict[str, torch.Tensor]:
     return {k: v.clone() for k, v in trainer.accelerator.unwrap_model(trainer.student.model).state_dict().items()}
 
 
-@pytest.mark.parametrize("name", ["ltopd", "kd_fixed_prefix", "sft_curriculum", "ltopd_teacher_ema", "gspo", "epic"])
+@pytest.mark.parametrize("name", ["ltopd", "kd_fixed_prefix", "sft_curriculum", "ltopd_teacher_ema", "gspo", "epic",
+                                  "llava_mini"])
 def test_resumed_run_ends_with_the_same_weights(tok, records, tmp_path, name) -> None:
     batches = [records[i:i + 2] for i in (0, 2, 0, 2)]
     full = make_trainer(backbone(tok), method_spec(name), CFG, total_steps=4)

@@ -5,7 +5,8 @@ Families register by `model_type` (FAMILIES); trainers and the evaluator only ta
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -195,7 +196,8 @@ class Backbone:
         """Forward on the context `selection` keeps (dense when None); returns (output, pruned)."""
         selection = self.full_selection(batch) if selection is None else selection
         labels = batch.labels if with_labels else None
-        return reduced_forward(self.ops, self.model, batch.inputs, selection, labels, **kwargs)
+        with self._llava_mini(batch, with_responses=True) as extra:
+            return reduced_forward(self.ops, self.model, batch.inputs, selection, labels, **extra, **kwargs)
 
     def generate(self, batch: EncodedBatch, selection: Selection | None = None, **kwargs: Any) -> Any:
         """New token ids (B, T) from the reduced context (generate's output object with
@@ -203,5 +205,26 @@ class Backbone:
         selection = self.full_selection(batch) if selection is None else selection
         kwargs.setdefault("eos_token_id", self.stop_token_ids())
         kwargs.setdefault("pad_token_id", self.tokenizer.pad_token_id)
-        return reduced_generate(self.ops, self.model, batch.inputs, selection, **kwargs)
+        with self._llava_mini(batch, with_responses=False) as extra:
+            return reduced_generate(self.ops, self.model, batch.inputs, selection, **extra, **kwargs)
+
+    @contextmanager
+    def _llava_mini(self, batch: EncodedBatch, with_responses: bool) -> Iterator[dict[str, Any]]:
+        """Nothing for a plain backbone; with a LLaVA-Mini module (ltopd.models.llava_mini): the
+        compressor for the hook and the prompt's pre-fusion armed for this call."""
+        from ltopd.models.llava_mini import adapter_of
+
+        mini = adapter_of(self.model)
+        if mini is None:
+            yield {}
+            return
+        features = self.image_features(batch)
+        rows = len(batch.query_ids)
+        empty = torch.zeros(0, mini.hidden, device=self.model.device)
+        row_visual = [torch.cat([f for f, r in zip(features, batch.image_rows) if r == b] or [empty])
+                      for b in range(rows)]
+        responses = batch.response_mask.sum(1).tolist() if with_responses else [0] * rows
+        skip = [self.ops.image_token_id(self.model), self.ops.pad_token_id(self.model)]
+        with mini.fusing(row_visual, responses, skip):
+            yield {"features": features, "compress": mini.compress}
 

@@ -24,6 +24,8 @@ from ltopd.selectors import SelectionInputs, keep_count, select
 IGNORE_INDEX = -100
 # A selector is a registry name or a callable with select()'s (inputs, k) -> indices contract.
 SelectorLike = str | Callable[[SelectionInputs, int], Tensor]
+# (all features per image, kept indices per image) -> the tokens the LM reads per image.
+Compressor = Callable[[Sequence[Tensor], Sequence[Tensor]], tuple[Tensor, ...]]
 
 
 def check_ratio(ratio: float) -> float:
@@ -253,10 +255,12 @@ def reduce(
     selection: Selection,
     labels: Tensor | None = None,
     features: Sequence[Tensor] | None = None,
+    compress: Compressor | None = None,
 ) -> tuple[PrunedSequence, tuple[Tensor, ...]]:
-    """Pruned token tensors and the kept features for `selection` (features computed if not given)."""
+    """Pruned token tensors and the kept features for `selection` (features computed if not
+    given); ``compress`` replaces the kept rows by tokens computed from every feature (LLaVA-Mini)."""
     features = ops.image_features(model, batch) if features is None else tuple(features)
-    kept = selection.apply(features)
+    kept = selection.apply(features) if compress is None else compress(features, selection.kept)
     with torch.no_grad():
         positions = ops.mrope_positions(model, batch)
     pruned = prune_sequence(
@@ -278,6 +282,7 @@ def reduced_forward(
     selection: Selection,
     labels: Tensor | None = None,
     features: Sequence[Tensor] | None = None,
+    compress: Compressor | None = None,
     **kwargs: Any,
 ) -> tuple[Any, PrunedSequence]:
     """Forward on the reduced context (gradients flow to LM, merger and vision tower).
@@ -285,7 +290,7 @@ def reduced_forward(
     Returns the model output and the pruned sequence (its attention_mask says which output
     columns are real; response tokens sit at the right end exactly as in the input).
     """
-    pruned, kept = reduce(ops, model, batch, selection, labels, features)
+    pruned, kept = reduce(ops, model, batch, selection, labels, features, compress)
     return ops.forward(model, pruned, kept, **kwargs), pruned
 
 
@@ -295,9 +300,10 @@ def reduced_generate(
     batch: Mapping[str, Tensor],
     selection: Selection,
     features: Sequence[Tensor] | None = None,
+    compress: Compressor | None = None,
     **generate_kwargs: Any,
 ) -> Any:
     """Generated token ids (B, new) after prefilling the reduced context (or generate's output
     object, its sequences cropped the same way, with return_dict_in_generate)."""
-    pruned, kept = reduce(ops, model, batch, selection, None, features)
+    pruned, kept = reduce(ops, model, batch, selection, None, features, compress)
     return ops.generate(model, pruned, kept, **generate_kwargs)

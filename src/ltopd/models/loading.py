@@ -7,6 +7,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ltopd.models import llava_mini
 from ltopd.models.backbone import Backbone, family_ops
 from ltopd.models.processor import ImageTextProcessor
 
@@ -29,6 +30,7 @@ def load_backbone(path: str | Path) -> Backbone:
             f"supported: {ops.model_class.__name__}"
         )
     model = ops.model_class.from_pretrained(directory, config=config, local_files_only=True).eval()
+    llava_mini.load_into(model, directory)  # a trained LLaVA-Mini student carries its module
     return Backbone(model=model, processor=ImageTextProcessor.from_pretrained(directory))
 
 
@@ -38,7 +40,10 @@ def save_backbone(backbone: Backbone, path: str | Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
-        backbone.model.save_pretrained(staging)
+        with llava_mini.detached(backbone.model) as mini:
+            backbone.model.save_pretrained(staging)
+        if mini is not None:
+            llava_mini.save(backbone.model, staging)
         backbone.processor.save_pretrained(staging)
         if target.exists():
             retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))

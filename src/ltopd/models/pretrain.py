@@ -81,6 +81,7 @@ class PretrainMetrics:
 # `merger`; LLaVA-OneVision: `vision_tower`, `multi_modal_projector` and the newline embedding).
 MERGER_PREFIXES = ("model.visual.merger.", "model.multi_modal_projector.", "model.image_newline")
 VISION_PREFIXES = ("model.visual.", "model.vision_tower.")
+ADDED_PREFIX = ("llava_mini.",)
 
 
 def parameter_groups(model: torch.nn.Module) -> dict[str, list[torch.nn.Parameter]]:
@@ -89,7 +90,9 @@ def parameter_groups(model: torch.nn.Module) -> dict[str, list[torch.nn.Paramete
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
-        if name.startswith(MERGER_PREFIXES):
+        if name.startswith(ADDED_PREFIX):  # a module added for a method (LLaVA-Mini): its own lr
+            groups.setdefault(name.split(".", 1)[0], []).append(param)
+        elif name.startswith(MERGER_PREFIXES):
             groups["merger"].append(param)
         elif name.startswith(VISION_PREFIXES):
             groups["vision"].append(param)

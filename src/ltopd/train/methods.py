@@ -1,4 +1,4 @@
-"""Every training method of the paper as a registry entry over four trainer families.
+"""Every training method of the paper as a registry entry over five trainer families.
 
 distill: the student is pulled toward a full-token teacher on response tokens -- on its own
          rollouts (LT-OPD and its ablations) or on the dataset's reference answers (fixed-prefix
@@ -6,6 +6,7 @@ distill: the student is pulled toward a full-token teacher on response tokens --
 rl:      policy gradient on the student's own rollouts with a correctness reward (GRPO, GSPO,
          DAPO; Table 6). epic: EPIC's progressive consistency distillation (the same weights
          as teacher at a smaller reduction than the student, on the reference answers).
+llava_mini: LLaVA-Mini's pre-fusion and compression module trained with the student (CE).
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from dataclasses import dataclass
 from ltopd.train.losses import OBJECTIVES
 
 TEACHERS = ("frozen", "ema", "trust_region")
-FAMILIES = ("distill", "sft", "rl", "epic")
+FAMILIES = ("distill", "sft", "rl", "epic", "llava_mini")
 POLICY_LOSSES = ("grpo", "gspo", "dapo")
 # The profile section holding a family's own hyperparameters (beside `training`).
-SECTIONS = {"rl": "rl", "epic": "epic"}
+SECTIONS = {"rl": "rl", "epic": "epic", "llava_mini": "llava_mini"}
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ TRAINED: dict[str, MethodSpec] = {m.name: m for m in (
     MethodSpec("gspo", "rl", curriculum=False, policy_loss="gspo"),
     MethodSpec("dapo", "rl", curriculum=False, policy_loss="dapo"),
     MethodSpec("epic", "epic", curriculum=False),                       # its own progressive schedule
+    MethodSpec("llava_mini", "llava_mini", curriculum=False),           # pre-fusion + compression, CE
 )}
 
 

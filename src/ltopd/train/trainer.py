@@ -287,6 +287,6 @@ def register(family: str):
 
 
 def make_trainer(student: Backbone, method: MethodSpec, cfg: TrainConfig, total_steps: int) -> Trainer:
-    from ltopd.train import epic, rl  # noqa: F401  (register their families)
+    from ltopd.train import epic, llava_mini, rl  # noqa: F401  (register their families)
 
     return TRAINERS[method.family](student, method, cfg, total_steps)
