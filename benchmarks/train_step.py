@@ -18,13 +18,14 @@ import torch
 
 from ltopd import config
 from ltopd.train import job
-from ltopd.train.methods import TRAINED
+from ltopd.train.methods import TRAINED, method_spec
 
 PARTS = ("rollout_s", "teacher_s", "student_s")
 
 
-def measure(model: str, data: str, method: str, training: dict, budget: float, floor: int, updates: int) -> dict:
-    trainer, batches = job.build(model, data, method, training, budget, floor, seed=0)
+def measure(model: str, data: str, method: str, training: dict, budget: float, floor: int, updates: int,
+            method_params: dict | None = None) -> dict:
+    trainer, batches = job.build(model, data, method, training, budget, floor, seed=0, method_params=method_params)
     total = trainer.total_steps
     t0 = time.perf_counter()
     logs = trainer.fit(batches, None, stop_after=updates)  # no checkpoints: timing only
@@ -57,7 +58,9 @@ def main() -> None:
           f"{args.threads} thread(s); seconds per update (mean after the first)")
     print(f"{'method':<22}" + "".join(f"{c:>18}" for c in cols))
     for m in args.methods:
-        r = measure(args.model, args.data, m, cfg["training"], budget, cfg["reduction"]["floor"], args.updates)
+        section = method_spec(m).section  # rl / epic / llava_mini: the family's own profile section
+        r = measure(args.model, args.data, m, cfg["training"], budget, cfg["reduction"]["floor"], args.updates,
+                    cfg.get(section) if section else None)
         print(f"{m:<22}" + "".join(f"{r[c]:>18.3f}" for c in cols), flush=True)
     print("run_min: projected minutes for all updates of one run at this speed (one thread).")
 

@@ -57,6 +57,8 @@ def _broken(tmp_path, mutate) -> Path:
     (lambda c: c["studies"]["table14"].update(benchmarks=["nope"]), ["studies.table14.benchmarks", "'nope'", "allowed values"]),
     (lambda c: c["studies"].update(table99={}), ["studies", "table99", "allowed keys"]),
     (lambda c: c["rl"].update(clip_hi=0.3), ["rl", "clip_hi", "allowed keys"]),
+    (lambda c: c["rl"].update(overlong_cache=64), ["rl.overlong_cache", "64", "<= 16"]),
+    (lambda c: c["training"].update(rollouts=1), ["training.rollouts", "['dapo', 'grpo', 'gspo']", ">= 2"]),
         (lambda c: c.pop("training"), ["training: required", "trained methods", "'ltopd'"]),
         (lambda c: c["efficiency"].update(backbones=["qwen35-huge"]), ["efficiency.backbones", "'qwen35-huge'", "defined backbones"]),
         (lambda c: c["efficiency"].update(benchmark="vqav2"), ["efficiency.benchmark", "'vqav2'", "allowed values"]),

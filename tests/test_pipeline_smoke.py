@@ -129,7 +129,7 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
         proc = _run(["ltopd", "score", "--benchmark", bench, "--predictions", str(job / "predictions.jsonl")], repo)
         assert json.loads(proc.stdout)["score"] == metrics["score"]
         (run,) = [r for r in runs if r.data.tags["wildcard.benchmark"] == bench
-                  and r.data.tags["wildcard.method"] == "cdpruner"]
+                  and r.data.tags["wildcard.method"] == "cdpruner" and r.data.tags["wildcard.backbone"] == "qwen35-tiny"]
         assert run.data.metrics["score"] == metrics["score"]
 
 
@@ -148,7 +148,8 @@ def test_ltopd_trains_and_its_student_is_evaluated(snake_run):
 
     client = MlflowClient(f"sqlite:///{out / 'mlruns.db'}")
     exp = client.get_experiment_by_name("ltopd-smoke")
-    (run,) = client.search_runs([exp.experiment_id], "tags.rule = 'train' and tags.`wildcard.method` = 'ltopd'")
+    (run,) = client.search_runs([exp.experiment_id], "tags.rule = 'train' and tags.`wildcard.method` = 'ltopd' "
+                                "and tags.`wildcard.backbone` = 'qwen35-tiny'")
     history = client.get_metric_history(run.info.run_id, "keep_ratio")
     # the curriculum squeezed into 2 updates: (2a + 1) b = 25% first, then the 5% target
     assert [(m.step, round(m.value, 4)) for m in sorted(history, key=lambda m: m.step)] == [(1, 0.25), (2, 0.05)]

@@ -25,6 +25,7 @@ def test_correctness_reward_reads_letters_and_normalised_text() -> None:
     assert correctness_reward(mc, "B</answer>") == 1.0
     assert correctness_reward(mc, "The answer is B.</answer>") == 1.0
     assert correctness_reward(mc, "A</answer>") == 0.0
+    assert correctness_reward({"answer": "blue", "options": ["red", "blue"]}, "B</answer>") == 1.0  # text reference
     assert correctness_reward({"answer": "Top Left"}, "top left.</answer> trailing") == 1.0
     assert correctness_reward({"answer": "3"}, "three</answer>") == 1.0  # VQA number words
     assert correctness_reward({"answer": "red"}, "</answer>") == 0.0
@@ -49,7 +50,7 @@ def test_rl_gradient_is_the_group_normalised_policy_gradient(tok, records, monke
     # At the update pi_old = pi (one update per rollout batch), so every ratio is 1 and the loss
     # gradient must equal that of -mean_i A_i mean_t log pi(o_it), A = (r - mean) / (sd + 1e-6).
     monkeypatch.setattr(rl_mod, "correctness_reward", _reward_by_length)
-    cfg = TrainConfig(**{**CFG.__dict__, "rollouts": 4, "max_new_tokens": 6})
+    cfg = TrainConfig(**{**CFG.__dict__, "rollouts": 4, "max_new_tokens": 6, "method_params": {"mini_batches": 1}})
     trainer = make_trainer(backbone(tok), method_spec(method), cfg, total_steps=4)
     got, metrics = _grads(trainer, records[:2])
     assert metrics["groups_kept"] == 2 and got
@@ -89,12 +90,30 @@ def test_dapo_keeps_mixed_groups_and_shapes_overlong_rewards(tok, records, monke
     dapo = make_trainer(backbone(tok), method_spec("dapo"), cfg, total_steps=4)
     groups = dapo._groups(records[:2], 0.25, seed=5)
     shaped = dapo._rewards(groups)
+    stop = set(dapo.student.stop_token_ids())
     for g, row in zip(groups, shaped):
         for correct, resp, value in zip(g.correct.tolist(), g.responses, row.tolist()):
-            length = len(resp)  # window 4 before the cap of 6: lengths 3..6 lose (L - 2) / 4
+            length = len(resp) - (resp[-1] in stop)  # window 4 before the cap of 6: 3..6 lose (L - 2) / 4
             assert value == pytest.approx(correct - max(0, length - 2) / 4)
     grads, metrics = _grads(dapo, records[:2])
     assert metrics["groups_kept"] >= 1 and grads
+
+
+def test_later_mini_batches_see_moved_ratios_and_grpo_gspo_differ(tok, records, monkeypatch) -> None:
+    # Two optimiser steps per rollout batch: the second mini-batch is scored by a policy that has
+    # already moved, so its ratios leave 1 and GSPO's tight sequence clip acts where GRPO's does not.
+    monkeypatch.setattr(rl_mod, "correctness_reward", _reward_by_length)
+    cfg = TrainConfig(**{**CFG.__dict__, "rollouts": 4, "max_new_tokens": 6, "method_params": {"mini_batches": 2}})
+    out = {}
+    for method in ("grpo", "gspo"):
+        t = make_trainer(backbone(tok), method_spec(method), cfg, total_steps=4)
+        before = {k: v.clone() for k, v in t.student.model.state_dict().items()}
+        grads, metrics = _grads(t, records[:2])
+        after = t.student.model.state_dict()
+        assert any(not torch.equal(before[k], after[k]) for k in before)  # the inner step was taken
+        out[method] = (grads, metrics)
+    assert out["gspo"][1]["clipped_frac"] > 0.0
+    assert any(not torch.allclose(out["grpo"][0][k], out["gspo"][0][k]) for k in out["grpo"][0])
 
 
 def test_rl_params_reject_unknown_keys() -> None:

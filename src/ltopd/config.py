@@ -92,6 +92,17 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     trained = sorted({j.method for j in eval_jobs(cfg) if j.method in TRAINED}) if not out else []
     if trained and "training" not in cfg:
         out.append(f"training: required because the grid or a study has trained methods {trained}")
+    rl = sorted(m for m in trained if TRAINED[m].family == "rl")
+    if rl and "training" in cfg:  # caught here, not after the jobs before them have run for hours
+        t, sec = cfg["training"], cfg.get("rl") or {}
+        if t["rollouts"] < 2:
+            out.append(f"training.rollouts: {t['rollouts']} leaves {rl} no group to normalise; allowed: >= 2")
+        if sec.get("overlong_cache", 0) > t["max_new_tokens"]:
+            out.append(f"rl.overlong_cache: {sec['overlong_cache']} exceeds training.max_new_tokens "
+                       f"{t['max_new_tokens']}; allowed: <= {t['max_new_tokens']}")
+        for key in ("gspo_clip", "dapo_clip"):
+            if key in sec and not sec[key][0] < 1:
+                out.append(f"rl.{key}: the low clip {sec[key][0]} must be < 1 (ratio >= 1 - low)")
     if "training" in cfg and cfg["training"]["selector"] not in SELECTORS:
         out.append(f"training.selector: {cfg['training']['selector']!r} unknown; allowed values: {sorted(SELECTORS)}")
     eff = cfg.get("efficiency") or {}

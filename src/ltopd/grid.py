@@ -290,11 +290,11 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
         "cmd": f"{snake} -- all_evaluations {' '.join(tables)}",  # rule all_evaluations: every eval job
         "deps": [config_file, "Snakefile", "workflow/rules/eval.smk", "workflow/rules/train.smk",
                  "workflow/rules/report.smk", "src/ltopd/bench", "src/ltopd/report", "src/ltopd/models",
-                 "src/ltopd/selectors", "src/ltopd/train"]
+                 "src/ltopd/selectors", "src/ltopd/train"] + (["src/ltopd/efficiency"] if cfg.get("efficiency") else [])
         + [p["twin"].format(backbone=b) for b in tw if b in evaluated_backbones(cfg)]
         + ([cfg["efficiency"]["analytic_config"]] if cfg.get("efficiency") else []),  # Figure 1 right
         "params": [{config_file: ["evaluation", "grid", "seeds", "reduction", "world"]
-                    + [k for k in ("training", "rl", "epic", "studies") if k in cfg]}],
+                    + [k for k in ("training", "rl", "epic", "llava_mini", "studies", "efficiency") if k in cfg]}],
         "outs": [{str(root / "data" / "bench"): {"persist": True}},
                  {str(root / "models" / "students"): {"persist": True}},
                  {str(root / "metrics" / "train"): {"persist": True, "cache": False}},

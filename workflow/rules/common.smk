@@ -71,12 +71,14 @@ def train_spec(wildcards):
     return spec("training", "reduction", **({section: config.get(section) or {}} if section else {}))
 
 
-def train_launcher():
-    """`ltopd`, or `accelerate launch` across the job's GPUs when training.distributed asks."""
+def train_launcher(wildcards):
+    """`ltopd`, or `accelerate launch` across the job's GPUs when training.distributed asks.
+    LLaVA-Mini runs data-parallel without sharding: its compressor works on the post-merger
+    features outside the wrapped forward, where FSDP's parameters are not gathered."""
     dist = config.get("training", {}).get("distributed") or {"strategy": "none", "num_processes": 1}
     if dist["strategy"] == "none" or dist["num_processes"] == 1:
         return "ltopd"
-    fsdp = " --use_fsdp" if dist["strategy"] == "fsdp" else ""
+    fsdp = " --use_fsdp" if dist["strategy"] == "fsdp" and wildcards.method != "llava_mini" else ""
     return f"accelerate launch --num_processes {dist['num_processes']}{fsdp} -m ltopd.cli"
 
 

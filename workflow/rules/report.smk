@@ -80,6 +80,9 @@ rule figure4:
 
 if config.get("efficiency"):
 
+    localrules:
+        figure1_right,
+
     rule figure1_right:
         input:
             results=grid.table2_inputs(config),

@@ -15,7 +15,7 @@ rule train:
         spec=train_spec,
         budget=min(config["grid"]["budgets"]),
         checkpoints=lambda wc: PATHS["checkpoints"].format(**wc),
-        launch=train_launcher(),
+        launch=train_launcher,
     wildcard_constraints:
         seed=r"\d+",
         method="|".join(m for m, f in grid.METHODS.items() if f == "trained"),

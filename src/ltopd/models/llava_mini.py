@@ -120,7 +120,8 @@ class LlavaMini(nn.Module):
 
 
 def adapter_of(model: Any) -> LlavaMini | None:
-    return getattr(model, "llava_mini", None)
+    """The module of ``model`` (looked up through a DDP/FSDP wrapper's ``module``)."""
+    return getattr(getattr(model, "module", model), "llava_mini", None)
 
 
 def attach(model: Any, cfg: LlavaMiniConfig, state: dict[str, Tensor] | None = None) -> LlavaMini:

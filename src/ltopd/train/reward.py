@@ -23,5 +23,7 @@ def correctness_reward(record: Mapping[str, Any], response: str) -> float:
     reference = str(record["answer"]).strip()
     if options:
         letters = [option_letter(i) for i in range(len(options))]
+        if reference.upper() not in letters and reference in options:  # a source that stores the option text
+            reference = letters[options.index(reference)]
         return float(extract_letter(answer, letters) == reference.upper())
     return float(normalize_vqa_answer(answer) == normalize_vqa_answer(reference) != "")

@@ -36,6 +36,7 @@ class RLParams:
     dapo_clip: tuple[float, float] = (0.2, 0.28)  # DAPO's clip-higher (low, high)
     overlong_cache: int = 4  # DAPO: the soft-penalty window (tokens) before max_new_tokens
     resample_rounds: int = 2  # DAPO: re-roll all-equal groups this many times before dropping them
+    mini_batches: int = 2  # optimiser steps per rollout batch (1: pi_old = pi, every ratio 1)
 
     @classmethod
     def from_section(cls, section: Mapping[str, Any] | None) -> "RLParams":
@@ -88,18 +89,19 @@ class RLTrainer(Trainer):
     def _rewards(self, groups: Sequence[Group]) -> torch.Tensor:
         """(Q, G) rewards: correctness, plus DAPO's soft overlong penalty."""
         rewards = torch.stack([g.correct for g in groups]).float()
-        if self.method.policy_loss == "dapo":
-            lengths = torch.tensor([[len(r) for r in g.responses] for g in groups])
+        if self.method.policy_loss == "dapo":  # lengths without the stop token: only a cut-off answer reaches the cap
+            stop = set(self.student.stop_token_ids())
+            lengths = torch.tensor([[len(r) - (r[-1] in stop) for r in g.responses] for g in groups])
             rewards = rewards + rl_losses.overlong_penalty(lengths, self.cfg.max_new_tokens, self.rl.overlong_cache)
         return rewards
 
     def step_loss(self, records, ratio, step):
-        cfg, name = self.cfg, self.method.policy_loss
-        seed = step_seed(cfg.seed, step) + self.accelerator.process_index
+        cfg, name, acc = self.cfg, self.method.policy_loss, self.accelerator
+        seed = step_seed(cfg.seed, step) + acc.process_index
         t0 = time.perf_counter()
         groups = self._groups(records, ratio, seed)
         reward_mean = float(torch.stack([g.correct for g in groups]).float().mean())
-        resampled = 0
+        resampled, spare = 0, groups[0]
         if name == "dapo":  # dynamic sampling: re-roll groups whose answers all agree, then drop them
             for round_ in range(1, self.rl.resample_rounds + 1):
                 flat = [i for i, g in enumerate(groups) if g.correct.min() == g.correct.max()]
@@ -114,26 +116,77 @@ class RLTrainer(Trainer):
         t1 = time.perf_counter()
         metrics = {"reward_mean": reward_mean, "groups_kept": float(len(groups)), "groups_resampled": float(resampled),
                    "rollout_s": t1 - t0}
-        if not groups:  # every group uniform: no learning signal this update
+        if groups:
+            adv = rl_losses.grpo_advantages(self._rewards(groups)).reshape(-1)
+        elif acc.num_processes == 1:  # every group uniform: no learning signal, no update
             return torch.tensor(0.0), {**metrics, "mean_response_len": 0.0, "student_s": 0.0}
-        adv = rl_losses.grpo_advantages(self._rewards(groups)).reshape(-1)
+        else:  # ... but the other processes may update: zero-weight passes keep the collectives in step
+            groups, adv = [spare], torch.zeros(len(spare.records))
         recs = [r for g in groups for r in g.records]
         responses = [r for g in groups for r in g.responses]
         selection = concat([g.selection for g in groups])
-        lengths = [len(r) for r in responses]
-        total_rows, total_tokens = len(recs), sum(lengths)
-        size = cfg.student_microbatch or total_rows
-        total = 0.0
-        for lo in range(0, total_rows, size):
-            part = slice(lo, min(lo + size, total_rows))
-            batch, width = encode_responses(self.student, recs[part], responses[part])
-            scored = score(self.student, batch, width, rows_of(selection, recs, part))
-            logp = torch.log_softmax(scored.logits.float(), -1).gather(-1, scored.ids.unsqueeze(-1)).squeeze(-1)
-            loss = policy_loss(name, self.rl, logp, logp.detach(), adv[part], scored.mask)
-            # DAPO means over every token of the batch; GRPO and GSPO over sequences.
-            weight = (sum(lengths[part]) / total_tokens) if name == "dapo" else (part.stop - part.start) / total_rows
-            self.accelerator.backward(loss * weight)
-            total += float(loss.detach()) * weight
-        metrics.update(mean_response_len=total_tokens / total_rows, adv_abs_mean=float(adv.abs().mean()),
-                       student_s=time.perf_counter() - t1)
+        old = self._old_logp(recs, responses, selection)
+        # One optimiser step per mini-batch (the last one is the loop's own step): from the second
+        # on, pi has moved away from the sampling policy, so the ratios and the clips act.
+        size = -(-len(recs) // self.rl.mini_batches)
+        parts = [slice(lo, min(lo + size, len(recs))) for lo in range(0, len(recs), size)]
+        parts += [slice(0, 0)] * (self.rl.mini_batches - len(parts))  # fewer rows than mini-batches
+        total, clipped = 0.0, []
+        for i, mb in enumerate(parts):
+            if i:
+                acc.clip_grad_norm_(self.params, cfg.grad_clip)
+                self.optimizer.step()
+                self.optimizer.zero_grad(set_to_none=True)
+            loss, frac = self._backward(recs, responses, selection, old, adv, mb, scale=float(bool(metrics["groups_kept"])))
+            total += loss / len(parts)
+            clipped.append(frac)
+        metrics.update(mean_response_len=sum(map(len, responses)) / len(responses), adv_abs_mean=float(adv.abs().mean()),
+                       clipped_frac=sum(clipped) / len(clipped), student_s=time.perf_counter() - t1)
         return torch.tensor(total), metrics
+
+    @torch.no_grad()
+    def _old_logp(self, recs, responses, selection) -> list[torch.Tensor]:
+        """log pi_old of each row's sampled tokens (the sampling policy, before any step)."""
+        out = []
+        for part in self._microbatches(slice(0, len(recs))):
+            logp, mask = self._logp(recs, responses, selection, part)
+            out += [row[m] for row, m in zip(logp, mask)]
+        return out
+
+    def _microbatches(self, rows: slice) -> list[slice]:
+        size = self.cfg.student_microbatch or max(rows.stop - rows.start, 1)
+        return [slice(lo, min(lo + size, rows.stop)) for lo in range(rows.start, rows.stop, size)]
+
+    def _logp(self, recs, responses, selection, part: slice):
+        batch, width = encode_responses(self.student, recs[part], responses[part])
+        scored = score(self.student, batch, width, rows_of(selection, recs, part))
+        logp = torch.log_softmax(scored.logits.float(), -1).gather(-1, scored.ids.unsqueeze(-1)).squeeze(-1)
+        return logp, scored.mask
+
+    def _backward(self, recs, responses, selection, old, adv, mb: slice, scale: float) -> tuple[float, float]:
+        """Backpropagate mini-batch ``mb`` by microbatches; (its loss, share of clipped tokens).
+        DAPO means over every token of the mini-batch, GRPO and GSPO over its sequences. An empty
+        mini-batch runs one zero-weight row, so every process does the same passes."""
+        if mb.stop <= mb.start:
+            mb, scale = slice(0, 1), 0.0
+        name, lengths = self.method.policy_loss, [len(r) for r in responses]
+        rows, tokens = mb.stop - mb.start, sum(lengths[mb])
+        lo, hi = self._clip_range()
+        total, clipped, counted = 0.0, 0.0, 0
+        for part in self._microbatches(mb):
+            logp, mask = self._logp(recs, responses, selection, part)
+            old_part = torch.zeros_like(logp)
+            for j in range(logp.shape[0]):
+                old_part[j, mask[j]] = old[part.start + j].to(logp.device)
+            loss = policy_loss(name, self.rl, logp, old_part, adv[part].to(logp.device), mask)
+            weight = sum(lengths[part]) / tokens if name == "dapo" else (part.stop - part.start) / rows
+            self.accelerator.backward(loss * weight * scale)
+            total += float(loss.detach()) * weight
+            ratio = torch.exp(logp.detach() - old_part)[mask]
+            clipped += float(((ratio < 1 - lo) | (ratio > 1 + hi)).float().sum())
+            counted += int(mask.sum())
+        return total, clipped / max(counted, 1)
+
+    def _clip_range(self) -> tuple[float, float]:
+        name = self.method.policy_loss
+        return {"grpo": (self.rl.clip, self.rl.clip), "gspo": self.rl.gspo_clip, "dapo": self.rl.dapo_clip}[name]
