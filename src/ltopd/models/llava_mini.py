@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +41,9 @@ class LlavaMiniConfig:
 
     @classmethod
     def from_section(cls, section: dict[str, Any] | None) -> "LlavaMiniConfig":
-        s = dict(section or {})
-        unknown = sorted(set(s) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ValueError(f"llava_mini: unknown key(s) {unknown}; allowed: {sorted(f.name for f in fields(cls))}")
-        return cls(**s)
+        from ltopd.config import from_section
+
+        return from_section(cls, "llava_mini", section)
 
 
 class LlavaMini(nn.Module):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -45,11 +45,9 @@ class EpicParams:
 
     @classmethod
     def from_section(cls, section: Mapping[str, Any] | None) -> "EpicParams":
-        s = dict(section or {})
-        unknown = sorted(set(s) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ValueError(f"epic: unknown key(s) {unknown}; allowed: {sorted(f.name for f in fields(cls))}")
-        return cls(**s)
+        from ltopd.config import from_section
+
+        return from_section(cls, "epic", section)
 
 
 def reduction_bounds(p: float, target_reduction: float, params: EpicParams) -> tuple[float, float]:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from ltopd.config import from_section
 from ltopd.models.hook import Selection
 from ltopd.train import rl_losses
 from ltopd.train.reward import correctness_reward
@@ -40,14 +41,9 @@ class RLParams:
 
     @classmethod
     def from_section(cls, section: Mapping[str, Any] | None) -> "RLParams":
-        s = dict(section or {})
-        unknown = sorted(set(s) - {f.name for f in fields(cls)})
-        if unknown:
-            raise ValueError(f"rl: unknown key(s) {unknown}; allowed: {sorted(f.name for f in fields(cls))}")
-        for k in ("gspo_clip", "dapo_clip"):
-            if k in s:
-                s[k] = (float(s[k][0]), float(s[k][1]))
-        return cls(**s)
+        s = section or {}
+        return from_section(cls, "rl", s, **{k: (float(s[k][0]), float(s[k][1])) for k in ("gspo_clip", "dapo_clip")
+                                              if k in s})
 
 
 @dataclass
