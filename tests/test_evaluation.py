@@ -99,7 +99,8 @@ def test_evaluate_scores_reference_answers_perfectly_and_counts_unparsed(monkeyp
 
     monkeypatch.setattr(evaluate_mod, "predict", _fake_predict(lambda r: ""))
     _, empty = evaluate(None, recs, benchmark, progress=False)
-    assert empty["n_unparsed"] == 8 and empty["score"] == 0
+    # POPE's evaluate.py reads an empty reply as "yes": the share of "yes" labels (balanced splits)
+    assert empty["n_unparsed"] == 8 and empty["score"] == (50.0 if benchmark == "pope" else 0)
 
 
 def test_evaluate_rejects_unknown_benchmark_and_empty_records() -> None:

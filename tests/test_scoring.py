@@ -8,12 +8,15 @@ import random
 import pytest
 
 from ltopd.bench.scoring import SCORERS, check_predictions, score, strip_answer_tags
+from ltopd.bench.scoring.gqa import normalize_gqa_reference, normalize_gqa_reply
 from ltopd.bench.scoring.mme import parse_mme
 from ltopd.bench.scoring.mmmu import extract_numbers, open_correct, parse_multi_choice, parse_open
+from ltopd.bench.scoring.multi_image import mvbench_choice
 from ltopd.bench.scoring.ocrbench import ocr_hit
 from ltopd.bench.scoring.options import extract_letter, infer_choice
 from ltopd.bench.scoring.pope import parse_pope
 from ltopd.bench.scoring.vqa_norm import normalize_vqa_answer, vqa_soft_accuracy
+from ltopd.bench.scoring.vstar import parse_vstar
 
 ABCD = ["A", "B", "C", "D"]
 COLORS = ["red", "blue", "green", "yellow"]
@@ -97,7 +100,9 @@ def test_empty_predictions_are_unparsed_and_never_crash(benchmark, prediction):
     out = score(benchmark, records)
     assert out["n"] == len(records)
     assert out["n_unparsed"] == len(records)
-    if benchmark != "mmmu":  # MMMU's official random fallback may guess right
+    if benchmark == "pope":  # RUCAIBox/POPE evaluate.py reads "" as "yes" (no "no"/"not" word)
+        assert out["score"] == 100.0  # the minimal POPE record's label is "yes"
+    elif benchmark != "mmmu":  # MMMU's official random fallback may guess right
         assert out["score"] == 0.0
 
 
@@ -151,6 +156,36 @@ def test_vstar_score_and_per_task():
     assert out["per_task"] == {"direct_attributes": pytest.approx(200 / 3),
                                "relative_position": 0.0}
 
+# ---- V*Bench: lmms-eval vstar_bench/utils.py extract_answer_letter ----------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("B", "B"),
+    ("b", "B"),                                   # upper-cased first, then rule 1
+    ("(c) red", "C"),                             # -> "(C) RED": rule 3 "(X)"
+    ("a red car", "A"),                           # -> "A RED CAR": rule 1, any text may follow
+    ("based on the image, it is red", "B"),       # -> "BASED ...": rule 1 again
+    ("Blue", "B"),
+    ("The answer is c", "C"),                     # rule 2 after upper-casing
+    ("the correct option: d", "D"),               # rule 2 ("OPTION" then ":")
+    ("I pick (C) not (D)", "C"),                  # rule 3, first match
+    ("It should be C. Not A", "C"),               # rule 4 "X."
+    ("my pick: d]", "D"),                         # rule 4 "X]"
+    ("I think d is right", "D"),                  # rule 5 standalone (after upper-casing)
+    ("OptionB", "B"),                             # rule 6: the only A-D character
+    ("Either one", None),                         # "EITHER ONE": no A-D character at all
+    ("", None),
+])
+def test_parse_vstar_follows_lmms_eval(text, expected):
+    assert parse_vstar(text) == expected
+
+
+def test_parse_vstar_ignores_option_count():
+    # lmms-eval looks for A-D whatever the number of options: "C" on a two-option item is "C".
+    assert parse_vstar("C") == "C"
+    out = score("vstar", [rec(1, "c", "C", ["x", "y", "z"], task="direct_attributes"),
+                          rec(2, "C", "A", ["left", "right"], task="relative_position")])
+    assert out["score"] == pytest.approx(50.0) and out["n_unparsed"] == 0
+
 
 # ---- one letter, else one option text (MMBench, HR-Bench, MuirBench, MVBench) ---------------
 
@@ -172,6 +207,40 @@ def test_infer_choice(text, expected):
 def test_infer_choice_counts_only_existing_letters():
     assert infer_choice("D", ["red", "blue", "green"]) is None
     assert infer_choice("D or green", ["red", "blue", "green"]) == "C"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Cannot determine the answer, maybe red", None),  # VLMEvalKit refusal sentence -> 'Z'
+    ("Z", None),                                        # no letter, a word "Z" -> 'Z'
+    ("Z: blue", None),                                  # 'Z' stops the option-text step
+    ("Failed to obtain answer via API. blue", "B"),     # letter step skipped, text step runs
+    ("A red circle", "A"),                              # guard off (VLMEvalKit default)
+])
+def test_infer_choice_vlmevalkit_rules(text, expected):
+    assert infer_choice(text, COLORS) == expected
+
+
+SHAPES = ["blue square", "red circle", "green triangle", "yellow star"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("A red circle is shown", "B"),         # "A" + more than 3 words: article -> option text
+    ("A red circle on a blue square", None),  # article, then two option texts -> nothing
+    ("A. red circle is shown", "B"),        # "A." -> word "A" too: same guard
+    ("A red circle", "A"),                  # 3 words: the guard needs more than three
+    ("A", "A"),
+    ("The answer is B here", "B"),          # the single letter is not "A": no guard
+])
+def test_mmbench_article_guard(text, expected):
+    assert infer_choice(text, SHAPES, article_guard=True) == expected
+
+
+def test_mmbench_scorer_applies_article_guard():
+    records = [rec(1, "A red circle is shown", "B", SHAPES, index=1),
+               rec(2, "A red circle is shown", "A", SHAPES, index=2)]
+    out = score("mmbench", records)
+    assert out["vanilla_accuracy"] == pytest.approx(50.0)   # read as B, not A
+    assert out["score"] == pytest.approx(50.0)
 
 
 def test_hrbench_macro_over_cycle_categories():
@@ -208,6 +277,36 @@ def test_muirbench_micro_and_mvbench_macro():
         assert out["score"] == pytest.approx(200 / 3)
         assert out["macro_accuracy"] == pytest.approx(75.0)
         assert out["per_task"] == {"x": 50.0, "y": 100.0}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("B. blue", "B"),                 # "X." + text: rule 1
+    ("b.  blue", "B"),                # case-insensitive
+    ("B.", "B"),                      # rule 1 needs text after "B."; rule 3 then finds "b"
+    ("(C)", "C"),                     # parentheses removed, then standalone "c"
+    ("I choose d", "D"),              # standalone letter, first one
+    ("the answer is e or a", "E"),    # A-E: the first standalone letter wins
+    ("blue", "blue"),                 # no letter: the processed text itself
+    ("Between a and b.", "A"),
+    ("", ""),
+])
+def test_mvbench_choice_follows_lmms_eval(text, expected):
+    assert mvbench_choice(text) == expected
+
+
+def test_mvbench_drops_empty_replies_from_the_denominator():
+    records = [rec(1, "A", "A", COLORS, task="x"), rec(2, "", "B", COLORS, task="x"),
+               rec(3, "B", "A", COLORS, task="y"), rec(4, None, "A", COLORS, task="y"),
+               rec(5, "C", "C", COLORS, task="y"), rec(6, "<think>never closed", "A", COLORS,
+                                                         task="y")]
+    out = score("mvbench", records)
+    # x: 1 right of 1 answered; y: 1 right of 3 answered (the unfinished think block is a
+    # non-empty raw reply, so it counts, wrong). Weighted by task size (2 and 4 records).
+    assert out["per_task"] == {"x": 100.0, "y": pytest.approx(100 / 3)}
+    assert out["score"] == pytest.approx((2 * 100 + 4 * 100 / 3) / 6)
+    assert out["macro_accuracy"] == pytest.approx((100 + 100 / 3) / 2)
+    assert out["micro_accuracy"] == pytest.approx(100 * 2 / 6)
+    assert out["n_answered"] == 4 and out["n_unparsed"] == 3
 
 
 # ---- MMMU -----------------------------------------------------------------------------------
@@ -249,6 +348,47 @@ def test_mmmu_numbers():
     assert parse_open("It is Paris.\nSo the city is Paris.") == ["paris.", "paris"]
 
 
+def test_mmmu_number_word_boundary():
+    # The official simple-number regex ends integers with \b: "12cm" gives no number, while a
+    # decimal needs no boundary ("3.5cm" gives 3.5). The old regex read 12 from "12cm".
+    assert extract_numbers("12cm") == []
+    assert extract_numbers("3.5cm") == ["3.5"]
+    assert extract_numbers("x12 and 12") == ["12", "12"]  # no boundary is asked on the left
+    assert extract_numbers("a12b") == []
+    assert parse_open("The length is 12cm") == ["12cm"]
+    assert open_correct(["12"], parse_open("The length is 12cm")) is False
+    assert open_correct(["12"], parse_open("The length is 12 cm")) is True
+    assert open_correct(["3.5"], parse_open("The length is 3.5cm")) is True
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("(B) and then B", "B"),                   # "(X)" forms are looked for first
+    ("A. red", None),                          # no "(A)", no " A " (MMMU has no "A." rule),
+    #                                            <= 5 words -> random fallback
+    ("so my answer is: C", "C"),               # ":" stripped only at the ends; " C " found
+    ("I would say that it is dark red, not red", "A"),  # texts: "red" occurs last -> A
+])
+def test_mmmu_multi_choice_official_rules(reply, expected):
+    options = ["red", "dark red", "green", "yellow"]
+    letter, parsed = parse_multi_choice(reply, options, random.Random(0))
+    if expected is None:
+        assert not parsed
+    else:
+        assert (letter, parsed) == (expected, True)
+
+
+def test_mmmu_tie_picks_first_candidate_of_latest_start():
+    # Options "red" and "dark red": "dark red" contains "red", so rfind("red") starts after
+    # rfind("dark red"); the candidate whose last occurrence starts last wins -> "red" (B).
+    letter, parsed = parse_multi_choice("my final reply is the dark red one here",
+                                        ["dark red", "red", "blue", "green"], random.Random(0))
+    assert (letter, parsed) == ("B", True)
+    # Two equal option texts tie at the same start: np.argmax keeps the first candidate.
+    letter, _ = parse_multi_choice("my final reply is the red one here",
+                                   ["red", "red", "blue", "green"], random.Random(0))
+    assert letter == "A"
+
+
 @pytest.mark.parametrize("reply, refs, expected", [
     ("The answer is 3.14159", ["3.14"], True),          # rounded to 2 places
     ("The answer is 3.14159", ["3.1416"], True),
@@ -286,6 +426,22 @@ def test_gqa_raw_and_normalised():
     assert out["exact_match_raw"] == pytest.approx(25.0)
     assert out["n_unparsed"] == 1
 
+@pytest.mark.parametrize("reply, reference, right", [
+    ("yes !", "yes", False),       # stripped first -> "yes !" -> "yes " after punctuation
+    ("yes!", "yes", True),
+    (" Yes. ", "yes", True),       # surrounding whitespace goes before punctuation removal
+    ("yes", "Yes.", True),         # the reference is lower-cased and de-punctuated too
+    ("left-hand", "lefthand", True),
+])
+def test_gqa_lmms_eval_order(reply, reference, right):
+    assert (normalize_gqa_reply(reply) == normalize_gqa_reference(reference)) is right
+
+
+def test_gqa_scorer_yes_bang():
+    records = [{"id": "1", "answer": "yes", "prediction": "yes !"},
+               {"id": "2", "answer": "yes", "prediction": "<answer> yes! </answer>"}]
+    assert score("gqa", records)["exact_match"] == pytest.approx(50.0)
+
 
 # ---- TextVQA --------------------------------------------------------------------------------
 
@@ -304,6 +460,11 @@ def test_gqa_raw_and_normalised():
 ])
 def test_vqa_normalisation(text, expected):
     assert normalize_vqa_answer(text) == expected
+
+def test_vqa_period_rule_stops_after_32():
+    # The official PERIOD_STRIP.sub("", text, re.UNICODE) passes 32 as the count.
+    assert normalize_vqa_answer("." * 40) == "." * 8
+    assert normalize_vqa_answer("a." * 33) == "a" * 32 + "a."
 
 
 ANSWERS = ["Red", "red.", "maroon", "dark red", "crimson", "maroon", "Maroon", "burgundy",
@@ -355,6 +516,10 @@ def test_ocrbench_scaling_and_categories():
     with pytest.raises(ValueError, match="unknown OCRBench category"):
         score("ocrbench", [rec(1, "x", "x", category="poetry")])
 
+def test_ocrbench_empty_reply_is_scored_like_the_official():
+    out = score("ocrbench", [rec(1, "", "x", category="kie", answers=["x", ""])])
+    assert out["hits"] == 1 and out["n_unparsed"] == 1   # "" in "" is a hit, as in VLMEvalKit
+
 
 # ---- POPE -----------------------------------------------------------------------------------
 
@@ -372,6 +537,18 @@ def test_parse_pope(text, expected):
     assert parse_pope(text) == expected
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("", "yes"),                        # no words "No"/"no"/"not" -> "yes" (evaluate.py)
+    ("   ", "yes"),
+    ("Not sure", "yes"),                # "Not" is not in the official word list
+    ("It is not.", "no"),
+    ("There is a dog, no cat.", "no"),  # comma deleted, "no" is a word
+    ("no\ncat", "yes"),                 # split on single spaces only: the word is "no\ncat"
+])
+def test_parse_pope_official_cases(text, expected):
+    assert parse_pope(text) == expected
+
+
 def test_parse_pope_is_word_based():
     assert parse_pope("Nothing") == "yes"     # "no" must be a whole word
     assert parse_pope("Not really") == "yes"  # the official list has "No", "no", "not" only
@@ -380,8 +557,9 @@ def test_parse_pope_is_word_based():
 def test_pope_metrics_by_hand():
     rnd = [("yes", "Yes"), ("yes", "No"), ("yes", "yes"), ("no", "Yes"), ("no", "no")]
     records = [rec(i, p, a, split="random") for i, (a, p) in enumerate(rnd)]
-    records += [rec(10, None, "yes", meta={"split": "popular"}),   # unparsed -> counted as "no"
-                rec(11, "No.", "no", meta={"split": "popular"})]
+    records += [rec(10, None, "yes", meta={"split": "popular"}),   # empty -> "yes" (official)
+                rec(11, "No.", "no", meta={"split": "popular"}),
+                rec(12, "", "no", meta={"split": "popular"})]      # empty -> "yes": a FP
     out = score("pope", records)
     r = out["per_split"]["random"]   # TP 2, FN 1, FP 1, TN 1
     assert r["accuracy"] == pytest.approx(60.0)
@@ -389,12 +567,23 @@ def test_pope_metrics_by_hand():
     assert r["recall"] == pytest.approx(200 / 3)
     assert r["f1"] == pytest.approx(200 / 3)
     assert r["yes_ratio"] == pytest.approx(60.0)
-    p = out["per_split"]["popular"]  # TP 0, FN 1, FP 0, TN 1
-    assert p == {"accuracy": 50.0, "precision": 0.0, "recall": 0.0, "f1": 0.0, "yes_ratio": 0.0}
+    p = out["per_split"]["popular"]  # TP 1, FN 0, FP 1, TN 1
+    assert p["accuracy"] == pytest.approx(200 / 3)
+    assert p["precision"] == pytest.approx(50.0)
+    assert p["recall"] == pytest.approx(100.0)
+    assert p["f1"] == pytest.approx(200 / 3)        # 2 * 0.5 * 1 / 1.5
+    assert p["yes_ratio"] == pytest.approx(200 / 3)
     assert "adversarial" not in out["per_split"]
-    assert out["score"] == out["macro"]["accuracy"] == pytest.approx(55.0)
-    assert out["macro"]["f1"] == pytest.approx(100 / 3)
-    assert out["n_unparsed"] == 1
+    assert out["score"] == out["macro"]["accuracy"] == pytest.approx((60 + 200 / 3) / 2)
+    assert out["macro"]["f1"] == pytest.approx(200 / 3)
+    assert out["n_unparsed"] == 2
+
+
+def test_pope_metric_with_no_predicted_yes_is_zero():
+    # evaluate.py would divide by zero here; the scorer reports 0 (documented deviation).
+    out = score("pope", [rec(1, "No", "yes", split="random"), rec(2, "no", "no", split="random")])
+    assert out["per_split"]["random"] == {"accuracy": 50.0, "precision": 0.0, "recall": 0.0,
+                                          "f1": 0.0, "yes_ratio": 0.0}
 
 
 # ---- MME ------------------------------------------------------------------------------------

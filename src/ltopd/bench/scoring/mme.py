@@ -1,5 +1,11 @@
 """MME: paired yes/no questions per image; category score = acc + acc+ (max 200).
 
+Official code followed: EvolvingLMMs-Lab/lmms-eval, ``lmms_eval/tasks/mme/utils.py``
+(``parse_pred_ans``, ``mme_process_results``, ``mme_aggregate_results``), whose totals equal the
+MME release's ``eval_tool/calculation.py`` (acc over a category's questions + acc+ over its
+images, summed over categories). The reply parser is lmms-eval's (from Otter): the official
+``calculation.py`` has no period removal and no "y"/"n" rule.
+
 Reads: ``answer`` ("Yes"/"No", any case), ``category`` (one of the 14 official names below),
 ``image_id`` (the two questions of an image share it; top level or meta). Per image: acc = mean
 correctness x 100, acc+ = 100 if every question is right; a category's acc, acc+ and score are

@@ -1,21 +1,41 @@
 """MMMU (validation): instance accuracy x 100 with the official answer parsers.
 
+Official code followed: MMMU-Benchmark/MMMU, ``mmmu/utils/eval_utils.py`` (earlier
+``eval/utils/eval_utils.py`` / ``eval/eval_utils.py``): ``parse_multi_choice_response``,
+``parse_open_response``, ``extract_numbers``, ``normalize_str``, ``eval_open``.
+
 Reads: ``answer`` (option letter for multiple choice; text for open questions -- a string that
-is a Python list literal such as "['1.5', '3/2']" gives several acceptable answers), ``options``,
-``question_type`` ("multiple-choice" / "open"; if absent, multiple-choice when options exist),
-optional ``seed`` (int, default :data:`DEFAULT_SEED`) for the random fallback.
+is a Python list literal such as "['1.5', '3/2']" gives several acceptable answers, as the
+official answer file lists them), ``options``, ``question_type`` ("multiple-choice" / "open"; if
+absent, multiple-choice when options exist), optional ``seed`` (int, default
+:data:`DEFAULT_SEED`) for the random fallback.
 
-Multiple choice: "(A)" forms, else " A " forms, else (replies of more than five words) option
-texts; several candidates -> the one that occurs last; none -> a seeded random letter, as the
-official script does (such replies are still counted in ``n_unparsed`` and
-``n_random_fallback``, and score whatever the random letter scores). The random draw uses a
-generator seeded by (seed, record id), so it does not depend on record order.
+Multiple choice (``parse_multi_choice_response``): the characters , . ! ? ; : ' are stripped
+from both ends in that order (one ``str.strip`` per character), the reply is padded with a
+space on each side; candidates are the letters written "(A)"; if none, the letters written
+" A " (spaces both sides); if none and the padded reply has more than five words, the options
+whose lower-cased text is inside the lower-cased reply. One candidate -> it; several -> the one
+whose last occurrence (``rfind`` of "(A)", " A " or the option text) starts last, the first
+such candidate on a tie (``np.argmax``); none -> a random letter, as the official script does.
+Deliberate deviation: the random draw uses a generator seeded by (seed, record id) instead of
+the script's global ``random.seed(42)`` stream, so it does not depend on record order; such
+replies are counted in ``n_unparsed`` and ``n_random_fallback`` and score whatever the random
+letter scores. (lmms-eval's copy of this function also accepts "A " without a leading space
+and "A."; the MMMU repository does not, and neither do we.)
 
-Open: the reply is cut into lines; in each, the shortest tail after a key phrase
-("could be ", "so ", "is ", "thus ", "therefore ", "final ", "answer ", "result ", and "=" in the
-last line) is a candidate; numbers in the candidates are extracted too. Numbers compare as
-floats rounded to 2 decimals; text compares as "reference is a substring of a candidate"
-(lower-cased; one-character references must stand next to a space).
+Open (``parse_open_response``): the reply is stripped, its "."s stripped from both ends,
+lower-cased and cut at newlines (the official split pattern's ". " + capital branch can never
+fire on lower-cased text); in each line the shortest tail after a key phrase ("could be ", "so ",
+"is ", "thus ", "therefore ", "final ", "answer ", "result ", and "=" on the last line) is a
+candidate unless it is a lone punctuation mark (an empty tail is replaced by any later tail);
+no candidate -> the whole reply. The numbers in the candidates are added: ``extract_numbers``'s
+three regexes -- comma-grouped numbers with word boundaries, scientific notation, and simple
+numbers, where a decimal ("3.5") needs no boundary but an integer must end at a word boundary
+("12cm" gives no number; "3.5cm" gives "3.5"). ``normalize_str``: a string ``float`` accepts
+(after deleting commas) becomes that number rounded to 2 places; other text is lower-cased, a
+one-character text becoming the two forms " x" and "x ". ``eval_open``: a numeric candidate is
+right if it equals a normalised reference number; a text candidate if a normalised text
+reference is a substring of it.
 """
 
 from __future__ import annotations
@@ -30,7 +50,7 @@ DEFAULT_SEED = 42
 _KEY_PHRASES = ("could be ", "so ", "is ", "thus ", "therefore ", "final ", "answer ", "result ")
 _NUM_COMMAS = r"-?\b\d{1,3}(?:,\d{3})+\b"
 _NUM_SCIENTIFIC = r"-?\d+(?:\.\d+)?[eE][+-]?\d+"
-_NUM_SIMPLE = r"-?(?:\d+\.\d+|\.\d+|\d+)(?![eE][+-]?\d+)(?![,\d])"
+_NUM_SIMPLE = r"-?(?:\d+\.\d+|\.\d+|\d+\b)(?![eE][+-]?\d+)(?![,\d])"
 
 
 def parse_multi_choice(reply: str, options: list[str], rng: random.Random) -> tuple[str, bool]:
@@ -74,6 +94,7 @@ def _normalize(text: str) -> list[float | str]:
 
 
 def extract_numbers(text: str) -> list[str]:
+    """All comma-grouped, then scientific, then simple numbers (the official three regexes)."""
     return (re.findall(_NUM_COMMAS, text) + re.findall(_NUM_SCIENTIFIC, text)
             + re.findall(_NUM_SIMPLE, text))
 

@@ -1,10 +1,18 @@
 """OCRBench: a hit when a reference is a substring of the reply; total hits out of 1,000.
 
+Official code followed: open-compass/VLMEvalKit, ``vlmeval/dataset/image_vqa.py``
+(``OCRBench.evaluate``; the data are VLMEvalKit's OCRBench.tsv), which keys the formula rule on
+the category "Handwritten Mathematical Expression Recognition" and keeps the reply's case there.
+(lmms-eval's ``lmms_eval/tasks/ocrbench/utils.py`` keys it on the source dataset "HME100k" and
+lower-cases the reply first; not followed.)
+
 Reads: ``category`` (one of :data:`CATEGORIES`, or one of the ten official sub-category names in
 :data:`SUBCATEGORY_TO_CATEGORY`) and ``answers`` (acceptable strings; ``[answer]`` if absent).
 Non-formula items: both sides lower-cased, stripped, newlines as spaces. HMER items: both sides
 stripped, newlines as spaces, then every space removed; case kept (as in the official script).
-``score`` is hits scaled to 1,000 items (the raw total when the set has exactly 1,000).
+An empty reply is scored like any other (it hits only an empty reference) and counted in
+``n_unparsed``. ``score`` is hits scaled to 1,000 items (the raw total when the set has exactly
+1,000; deliberate, so that subsets stay on the paper's scale).
 """
 
 from __future__ import annotations
@@ -53,9 +61,7 @@ def score_ocrbench(records: list[dict]) -> dict:
         category = _category(record)
         counts[category] += 1
         pred = prediction_text(record)
-        if not pred:
-            unparsed += 1
-            continue
+        unparsed += not pred
         answers = field(record, "answers", None) or [record["answer"]]
         if isinstance(answers, str):
             answers = [answers]

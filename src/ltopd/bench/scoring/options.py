@@ -1,25 +1,51 @@
-"""Option-letter extraction: the two parsing rules the multiple-choice scorers share.
+"""Option-letter extraction shared by the choice scorers, and the RL reward's letter parser.
 
-* :func:`extract_letter` -- ordered regex patterns (V*Bench, lmms-eval style).
-* :func:`infer_choice` -- exactly one option letter, else exactly one option text
-  (VLMEvalKit ``can_infer``: MMBench, HR-Bench, MuirBench, MVBench).
+* :func:`infer_choice` -- VLMEvalKit's ``can_infer`` (``vlmeval/utils/matching_util.py``:
+  ``can_infer_option``, then ``can_infer_text``), used by MMBench, HR-Bench and MuirBench. The
+  rules, in VLMEvalKit's order:
+
+  1. a reply containing "Failed to obtain answer via API" skips the letter step;
+  2. a reply containing one of VLMEvalKit's four refusal sentences is "no answer" ('Z');
+  3. the characters ``.()[],:;!*#{}`` become spaces and the reply is split on whitespace;
+     if exactly one option letter is among the words, that letter -- except, with
+     ``article_guard``, when "A" is a word and there are more than three words ("A" may be
+     the article: VLMEvalKit does this only with its VERBOSE switch on, lmms-eval's MMBench
+     evaluator always), in which case the letter step gives nothing;
+  4. no option letter but a word "Z": "no answer";
+  5. else exactly one option text (lower-cased) inside the lower-cased reply, else nothing.
+
+  "No answer" and nothing both return None (both score as wrong; VLMEvalKit's exact-matching
+  mode records 'Z' for them). Options that are None/NaN are not choices (VLMEvalKit's
+  ``build_choices``).
+* :func:`extract_letter` -- ordered regex patterns for the RL baselines' correctness reward
+  (``ltopd.train.reward``). No benchmark scorer uses it: V*Bench follows lmms-eval's own
+  parser (:mod:`.vstar`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 
-_MMB_PUNCT = ".()[],:;!*#{}"
+_VLM_PUNCT = ".()[],:;!*#{}"
+_API_FAILURE = "Failed to obtain answer via API"
+_REFUSALS = (
+    "Sorry, I can't help with images of people yet.",
+    "I can't process this file.",
+    "I'm sorry, but without the image provided",
+    "Cannot determine the answer",
+)
+_NO_ANSWER = object()  # VLMEvalKit's 'Z'
 
 
 def extract_letter(text: str, letters: list[str]) -> str | None:
-    """First option letter found by the ordered patterns, or None.
+    """First option letter found by the ordered patterns, or None (the RL reward's parser).
 
     Order: leading letter ("B", "B.", "(B) red", "B: red"); "answer is X" / "answer: X";
     "(X)" anywhere; "X." / "X)" anywhere; a lone letter word when only one distinct letter stands
     alone; else the text's only option-letter character. Letters are upper case, except that a
-    reply that is nothing but one letter ("b", "b.") is accepted in lower case. As with the
-    official patterns, a reply opening with the article "A " reads as option A.
+    reply that is nothing but one letter ("b", "b.") is accepted in lower case. A reply opening
+    with the article "A " reads as option A.
     """
     text = text.strip()
     if not text or not letters:
@@ -47,27 +73,53 @@ def extract_letter(text: str, letters: list[str]) -> str | None:
     return None
 
 
-def infer_choice(text: str, options: list[str]) -> str | None:
-    """Exactly one option letter among the words, else exactly one option text inside; or None.
+def _choices(options: list) -> dict[str, str]:
+    """Letter -> option text for the options that exist (None/NaN ones are skipped)."""
+    out = {}
+    for i, option in enumerate(options):
+        if option is None or (isinstance(option, float) and math.isnan(option)):
+            continue
+        out[chr(ord("A") + i)] = str(option)
+    return out
 
-    Words are split on whitespace after VLMEvalKit's punctuation ``.()[],:;!*#{}`` becomes
-    spaces; letters count only up to the number of options. Texts match case-insensitively as
-    substrings of the reply.
-    """
-    letters = [chr(ord("A") + i) for i in range(len(options))]
+
+def _infer_option(text: str, letters: list[str], article_guard: bool) -> object:
+    """Letter, :data:`_NO_ANSWER`, or None (VLMEvalKit ``can_infer_option``)."""
+    if _API_FAILURE in text:
+        return None
+    if any(sentence in text for sentence in _REFUSALS):
+        return _NO_ANSWER
     spaced = text
-    for char in _MMB_PUNCT:
+    for char in _VLM_PUNCT:
         spaced = spaced.replace(char, " ")
-    words = set(spaced.split())
+    words = spaced.split()
     found = [letter for letter in letters if letter in words]
     if len(found) == 1:
+        if article_guard and "A" in words and len(words) > 3:
+            return None
         return found[0]
-    lowered = text.lower()
-    by_text = [
-        letter
-        for letter, option in zip(letters, options)
-        if str(option).strip() and str(option).lower() in lowered
-    ]
-    if len(by_text) == 1:
-        return by_text[0]
+    if not found and "Z" in words:
+        return _NO_ANSWER
     return None
+
+
+def _infer_text(text: str, choices: dict[str, str]) -> str | None:
+    """The only option whose lower-cased text is in the lower-cased reply (``can_infer_text``)."""
+    lowered = text.lower()
+    hits = [letter for letter, option in choices.items() if option.lower() in lowered]
+    return hits[0] if len(hits) == 1 else None
+
+
+def infer_choice(text: str, options: list, article_guard: bool = False) -> str | None:
+    """VLMEvalKit ``can_infer``: one option letter, else one option text; None otherwise.
+
+    See the module docstring for the rule order; ``article_guard`` switches on the "A as an
+    article" rule (MMBench).
+    """
+    choices = _choices(options)
+    letter = _infer_option(text, list(choices), article_guard)
+    if letter is _NO_ANSWER:
+        return None
+    if letter is not None:
+        return letter
+    return _infer_text(text, choices)

@@ -1,11 +1,17 @@
 """POPE: yes/no from the first sentence; accuracy, precision, recall, F1, yes-ratio per split.
 
+Official code followed: RUCAIBox/POPE, ``evaluate.py``.
+
 Reads: ``answer`` ("yes"/"no", any case), ``split`` (adversarial / popular / random; top level
-or meta). Parsing (official): keep the text before the first ".", delete commas, split on single
-spaces; "no" if a word is "no", "No" or "not", else "yes". An empty reply counts as unparsed and
-as the wrong label (a false negative on a "yes" item, a false positive on a "no" item).
-Every metric is x 100; ``score`` is the macro mean of the split accuracies; precision with no
-predicted "yes" (and F1 with precision + recall = 0) is 0.
+or meta). Parsing, as ``evaluate.py`` does it: if the reply contains a ".", keep the text before
+the first one; delete every ","; split on single spaces; the answer is "no" if one of the words
+is exactly "No", "not" or "no", else "yes". So an empty reply (or an unfinished think block,
+whose answer text is empty) reads as "yes", like any reply without those words; such replies
+are still counted in ``n_unparsed``. Labels must be "yes"/"no" (a ValueError otherwise; the
+official script maps "no" to negative and anything else to positive).
+Every metric is x 100; ``score`` is the macro mean of the split accuracies (Appendix D).
+Deliberate deviation: precision with no predicted "yes", recall with no "yes" label and F1 with
+precision + recall = 0 are 0 here, where ``evaluate.py`` would divide by zero.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ _METRICS = ("accuracy", "precision", "recall", "f1", "yes_ratio")
 
 
 def parse_pope(text: str) -> str:
+    """'yes' or 'no' by ``evaluate.py``'s rule ("" -> 'yes')."""
     first = text.split(".")[0].replace(",", "")
     words = first.split(" ")
     return "no" if ("no" in words or "No" in words or "not" in words) else "yes"
@@ -51,11 +58,8 @@ def score_pope(records: list[dict]) -> dict:
         if label not in ("yes", "no"):
             raise ValueError(f"record {record.get('id')!r}: POPE answer {label!r} is not yes/no")
         text = prediction_text(record)
-        if text:
-            pred = parse_pope(text)
-        else:
-            unparsed += 1
-            pred = "no" if label == "yes" else "yes"
+        unparsed += not text
+        pred = parse_pope(text)
         labels, preds = by_split.setdefault(split, ([], []))
         labels.append(label)
         preds.append(pred)

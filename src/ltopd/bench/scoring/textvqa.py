@@ -1,7 +1,14 @@
 """TextVQA: EvalAI soft accuracy x 100.
 
+Official code followed: EvolvingLMMs-Lab/lmms-eval, ``lmms_eval/tasks/textvqa/utils.py``
+(``textvqa_process_results``) with ``lmms_eval/tasks/_task_utils/vqa_eval_metric.py``
+(``EvalAIAnswerProcessor``); see :mod:`.vqa_norm`. Reply and every reference are normalised;
+for each reference left out, min(#other references equal to the reply / 3, 1); the item scores
+the mean of those; ``score`` is the mean over items x 100.
+
 Reads: ``answers`` (list of the ten reference strings; top level or meta). An empty reply scores
-0 and counts as unparsed.
+0 and counts as unparsed (the official scorer gives it 0 too unless a reference normalises to
+the empty string).
 """
 
 from __future__ import annotations

@@ -1,8 +1,16 @@
 """The EvalAI VQA answer normaliser (as used for TextVQA) and the VQA soft accuracy.
 
+Official code followed: EvolvingLMMs-Lab/lmms-eval, ``lmms_eval/tasks/_task_utils/
+vqa_eval_metric.py`` (``EvalAIAnswerProcessor``, the TextVQA/EvalAI processor of the M4C
+evaluator) and ``lmms_eval/tasks/textvqa/utils.py`` (``textvqa_process_results``).
+
 Steps, in the official order: lower-case; drop "," and "?"; split "'s" off ("man's" ->
-"man 's"); newlines/tabs to spaces; punctuation rule; number words to digits; articles dropped;
-contractions restored from their apostrophe-less spellings.
+"man 's"); strip; newlines/tabs to spaces; strip; punctuation rule (a mark touching a space is
+deleted, otherwise it becomes a space; the official "digit,digit => delete every mark" branch
+can never fire because commas are already gone); every period not followed by a digit is
+deleted, at most 32 of them (the official ``PERIOD_STRIP.sub("", text, re.UNICODE)`` passes
+``re.UNICODE`` = 32 as the count); number words to digits; articles dropped; contractions
+restored from their apostrophe-less spellings.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ _PUNCTUATION = (";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_"
 # Official pattern "(?!<=\d)(\.)(?!\d)": its first group is a look-ahead that never fires, so the
 # rule is "drop every period not followed by a digit" (3.14 and .5 keep theirs, "3." does not).
 _PERIOD = re.compile(r"\.(?!\d)")
+_PERIOD_COUNT = int(re.UNICODE)  # 32, passed as ``count`` by the official call
 _COMMA_IN_NUMBER = re.compile(r"\d,\d")
 _NUMBERS = {"none": "0", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4",
             "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
@@ -68,7 +77,7 @@ def _punctuation(text: str) -> str:
             out = out.replace(mark, "")
         else:
             out = out.replace(mark, " ")
-    return _PERIOD.sub("", out)
+    return _PERIOD.sub("", out, count=_PERIOD_COUNT)
 
 
 def _digits_articles_contractions(text: str) -> str:
