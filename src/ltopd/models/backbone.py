@@ -186,9 +186,8 @@ class Backbone:
         return choose(self.selection_inputs(batch, features, needs, seed), ratio, selector, floor)
 
     def full_selection(self, batch: EncodedBatch) -> Selection:
-        with torch.no_grad():
-            features = self.image_features(batch)
-        return Selection.full([f.shape[0] for f in features])
+        """Every visual token kept; the counts come from the token grids (no vision pass)."""
+        return Selection.full([h * w for h, w in self.ops.grid_hw(self.model, batch.inputs)])
 
     def forward(
         self, batch: EncodedBatch, selection: Selection | None = None, with_labels: bool = False, **kwargs: Any

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ltopd.models import llava_mini
 from ltopd.models.backbone import Backbone, family_ops
+from ltopd.models.patch_linear import linearize_patch_convs
 from ltopd.models.processor import ImageTextProcessor
 
 
@@ -30,6 +31,7 @@ def load_backbone(path: str | Path) -> Backbone:
             f"supported: {ops.model_class.__name__}"
         )
     model = ops.model_class.from_pretrained(directory, config=config, local_files_only=True).eval()
+    linearize_patch_convs(model)  # same weights, a matmul instead of a patch-wise convolution
     llava_mini.load_into(model, directory)  # a trained LLaVA-Mini student carries its module
     return Backbone(model=model, processor=ImageTextProcessor.from_pretrained(directory))
 

@@ -22,6 +22,7 @@ from transformers import (
 )
 
 from ltopd.models.backbone import Backbone, family_ops
+from ltopd.models.patch_linear import linearize_patch_convs
 from ltopd.models.processor import (
     ImageSpan,
     ImageTextProcessor,
@@ -235,6 +236,7 @@ def build_twin(name: str, tokenizer: PreTrainedTokenizerFast, seed: int = 42) ->
     with torch.random.fork_rng():  # seed the init without moving the caller's global RNG
         torch.manual_seed(seed)
         model = family_ops(config.model_type).model_class(config)
+    linearize_patch_convs(model)
     return model.eval()
 
 
