@@ -3,6 +3,7 @@ transcribed paper numbers against ../shared/paper/reported-numbers.md."""
 from __future__ import annotations
 
 import csv
+import json
 import io
 import math
 import re
@@ -202,3 +203,188 @@ def test_reported_rows_honour_a_rows_own_backbone() -> None:
     assert [r["backbone"] for r in rows] == ["GLM-4.6V-9B"] * 2 + ["LLaVA-OV-1.5-4B"] * 2
     assert {r["backbone"] for r in table2.reported_rows(["x"], "table6")} == {"Qwen3.5-4B"}  # the table's
     assert {r["backbone"] for r in table2.reported_rows(["x"], "table14")} == {"Qwen3.5-4B"}  # the default
+
+
+# ------------------------------------------------------------------ gates, question-only, intervals
+
+WORDS = [f"w{i}" for i in range(8)]
+
+
+def _gqa(i: int) -> dict:
+    return {"id": f"g{i}", "source": "gqa", "task": "attr", "meta": json.dumps({"template": "t"}), "options": [],
+            "answer": WORDS[i % 8], "question": "?"}
+
+
+def _vstar(i: int) -> dict:
+    return {"id": f"v{i}", "source": "vstar", "task": "direct_attributes", "meta": json.dumps({"template": "v"}),
+            "options": ["a", "b", "c", "d"], "answer": "ABCD"[i % 4], "question": "?"}
+
+
+RIGHT = {  # (method, budget) -> items i (of 80) answered right: i % 10 < k
+    ("full", 1.0): 9, ("fastv", 0.1): 8, ("cdpruner", 0.05): 5, ("ltopd", 0.05): 7}
+VSTAR_RIGHT = 3  # every method: 30% on V*, barely above guessing 'A' (25%)
+
+
+def _evidence(full_like_qo: bool = False):
+    """(results, predictions, fit records) on GQA (full tokens far above the blind guess) and
+    V*Bench (full tokens at 30% vs a 25% blind guess), seeds 0 and 1. The fit records' most
+    frequent GQA answer is w0 (so the out-of-sample guess scores 12.5), V*'s is A (25)."""
+    from ltopd.bench.scoring import score
+
+    preds, results = {}, []
+    for seed in (0, 1):
+        for (method, budget), k in RIGHT.items():
+            for bench, make, wrong, kk in (("gqa", _gqa, "zz", k), ("vstar", _vstar, "Z", VSTAR_RIGHT)):
+                rows = []
+                for i in range(80):
+                    rec = make(i)
+                    ok = (i + seed) % 10 < kk
+                    rows.append(dict(rec, prediction=rec["answer"] if ok else wrong))
+                if full_like_qo and method == "full":
+                    rows = [dict(r, prediction="w0" if bench == "gqa" else "A") for r in rows]
+                preds[("bb", method, budget, bench, seed)] = rows
+                results.append({"backbone": "bb", "method": method, "budget": budget, "benchmark": bench,
+                                "seed": seed, "score": score(bench, rows)["score"]})
+    fit = {}
+    for seed in (0, 1):
+        fit[("gqa", seed)] = [dict(_gqa(i), answer="w0" if i % 3 == 0 else WORDS[i % 8]) for i in range(40)]
+        fit[("vstar", seed)] = [dict(_vstar(i), answer="A" if i % 3 == 0 else "ABCD"[i % 4]) for i in range(40)]
+    return results, preds, fit
+
+
+def test_gate_keeps_only_benchmarks_full_tokens_clearly_win() -> None:
+    results, preds, fit = _evidence()
+    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=400)
+    ours = [r for r in rows if r["source"] != "paper"]
+    assert [(r["source"], r["method"]) for r in ours] == [
+        ("ours", "full"), ("baseline", "question_only"), ("gate", "gate"),
+        ("ours", "fastv"), ("ours", "cdpruner"), ("ours", "ltopd")]
+    qo, gate = ours[1], ours[2]
+    assert qo["bench"]["gqa"].mean == 12.5 and qo["bench"]["vstar"].mean == 25.0 and qo["seeds"] == 2
+    assert gate["text"]["gqa"].startswith("pass (+") and gate["text"]["vstar"].startswith("fail (+")
+    assert gate["retain_over"] == ["gqa"] and gate["bench"]["gqa"].mean >= table2.GATE_SE > gate["bench"]["vstar"].mean
+    # the average retain ratio is over GQA alone: cdpruner 50 / 90 right per seed
+    cdp = next(r for r in ours if r["method"] == "cdpruner")
+    assert cdp["retain_over"] == ["gqa"] and cdp["avg_retain"].mean == pytest.approx(100 * 5 / 9)
+    ci = cdp["avg_retain_ci"]
+    assert ci.estimate == pytest.approx(100 * 5 / 9) and ci.lo < ci.estimate < ci.hi
+    assert ours[0]["avg_retain_ci"] == (100.0, 100.0, 100.0, 0.0)
+    # the gate's numbers: full 90 vs QO 12.5 on seed 0, paired SE of that difference
+    from ltopd.report import stats
+
+    qo_rows, _ = table2.question_only(preds[("bb", "full", 1.0, "gqa", 0)], "gqa", fit[("gqa", 0)])
+    _, _, _, se = stats.paired_diff_ci(preds[("bb", "full", 1.0, "gqa", 0)], qo_rows, "gqa", 400, 0)
+    assert gate["bench"]["gqa"].mean == pytest.approx((90 - 12.5) / se)
+    text = "\n".join(notes)
+    assert "passed: gqa +" in text and "failed: vstar +" in text and "gqa: 40 records of another seed" in text
+    assert re.search(r"LT-OPD - CDPruner at 5%: \+22\.2 retain points, 95% CI \[[\d.]+, [\d.]+\]", text)
+
+
+def test_gated_table_files() -> None:
+    results, preds, fit = _evidence()
+    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=300)
+    parsed = {(r["source"], r["method"]): r for r in csv.DictReader(io.StringIO(table2.to_csv(rows, ["gqa", "vstar"])))}
+    cdp = parsed[("ours", "cdpruner")]
+    assert float(cdp["avg_retain_lo"]) < float(cdp["avg_retain"]) < float(cdp["avg_retain_hi"])
+    assert parsed[("baseline", "question_only")]["gqa"] == "12.50" and parsed[("baseline", "question_only")]["budget"] == ""
+    assert parsed[("gate", "gate")]["retain_over"] == "gqa" and float(parsed[("gate", "gate")]["gqa"]) > 3
+    assert parsed[("paper", "ltopd")]["avg_retain_lo"] == ""
+    md = table2.to_markdown(rows, ["gqa", "vstar"], notes)
+    assert re.search(r"\| ours \| CDPruner \| 5% \| 50\.0 ± 0\.0 \| 30\.0 ± 0\.0 \| 55\.6 ± 0\.0 \[[\d.]+, [\d.]+\] \|", md)
+    assert "| ours | Question-only (out of sample) |  | 12.5 ± 0.0 | 25.0 ± 0.0 |  |" in md
+    assert re.search(r"\| gate \| Gate: full - QO >= 3 SE \|  \| pass \(\+[\d.]+ SE\) \| fail \(\+[\d.]+ SE\) \|  \|", md)
+
+
+def test_no_benchmark_passing_the_gate_leaves_the_average_undefined() -> None:
+    results, preds, fit = _evidence(full_like_qo=True)  # full tokens answer like the blind guesser
+    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=200)
+    ours = [r for r in rows if r["source"] == "ours"]
+    assert all(math.isnan(r["avg_retain"].mean) and r["avg_retain_ci"] is None for r in ours)
+    assert any("no benchmark passed the gate: the average retain ratio is n/a" in n for n in notes)
+    assert not any("LT-OPD - CDPruner" in n for n in notes)
+    md = table2.to_markdown(rows, ["gqa", "vstar"], notes)
+    assert "| ours | Full tokens | 100% | 12.5 ± 0.0 | 25.0 ± 0.0 | n/a |" in md
+    parsed = [r for r in csv.DictReader(io.StringIO(table2.to_csv(rows, ["gqa", "vstar"]))) if r["source"] == "ours"]
+    assert all(r["avg_retain"] == "" and r["retain_over"] == "" for r in parsed)
+
+
+def test_without_fit_records_the_baseline_is_cross_fitted() -> None:
+    results, preds, _ = _evidence()
+    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, n_boot=200)
+    assert any("gqa: 5-fold cross-fit on the scored records" in n for n in notes)
+    qo = next(r for r in rows if r["source"] == "baseline")
+    # cross-fitted on the scored items themselves (answers w0..w7 equally often): 1 in 8 at most
+    assert qo["bench"]["gqa"].mean <= 100 / 8 + 1e-9
+    # without predictions the table is the plain one (ablation tables, studies, Figure 1 right)
+    plain, _ = table2.build(results, "bb", ["gqa", "vstar"])
+    assert [r["source"] for r in plain if r["source"] != "paper"] == ["ours"] * 4
+    assert next(r for r in plain if r["method"] == "cdpruner")["retain_over"] == ["gqa", "vstar"]
+
+
+def _write_eval(root: Path, rows: list[dict], key: dict) -> Path:
+    d = root / key["method"] / f"{key['budget']:g}" / key["benchmark"] / f"seed{key['seed']}"
+    d.mkdir(parents=True)
+    (d / "metrics.json").write_text(json.dumps(key))
+    (d / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return d
+
+
+def test_table2_from_the_cli_with_predictions_and_fit_records(tmp_path, monkeypatch) -> None:
+    from ltopd.bench.store import save_records
+    from ltopd.bench.suites import synthetic_records
+    from ltopd.cli import main
+
+    results, preds, fit = _evidence()
+    metrics, pred_files = [], []
+    for r in results:
+        if r["seed"] == 0:
+            d = _write_eval(tmp_path / "eval", preds[("bb", r["method"], r["budget"], r["benchmark"], 0)], r)
+            metrics.append(str(d / "metrics.json"))
+            pred_files.append(str(d / "predictions.jsonl"))
+    loaded = table2.load_predictions(pred_files)
+    assert loaded[("bb", "ltopd", 0.05, "gqa", 0)] == preds[("bb", "ltopd", 0.05, "gqa", 0)]
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "predictions.jsonl").write_text("{}\n")
+    with pytest.raises(FileNotFoundError):
+        table2.load_predictions([tmp_path / "bad" / "predictions.jsonl"])
+    # fit records as build-bench saves them: a V* twin at another seed (GQA: cross-fitted)
+    save_records(synthetic_records("vstar", 8, 1000, {"image_size": 128}), tmp_path / "fit")
+    for k, v in {"TRACKING_URI": f"sqlite:///{tmp_path / 'mlruns.db'}", "EXPERIMENT": "t",
+                 "ARTIFACT_ROOT": str(tmp_path / "art"), "PARENT_FILE": str(tmp_path / "parent.json"),
+                 "PROFILE": "test"}.items():
+        monkeypatch.setenv(f"LTOPD_MLFLOW_{k}", v)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
+    spec = json.dumps({"profile": "test", "seeds": [0], "grid": {"backbones": ["bb"], "benchmarks": ["gqa", "vstar"],
+                                                                  "methods": ["full"], "budgets": [0.05]}})
+    out, md = tmp_path / "t2.csv", tmp_path / "t2.md"
+    assert main(["table", "--table", "table2", "--spec", spec, "--results", *metrics, "--predictions", *pred_files,
+                 "--fit-records", f"vstar:0={tmp_path / 'fit'}", "--n-boot", "200", "--out", str(out),
+                 "--markdown", str(md)]) == 0
+    text = md.read_text()
+    assert "vstar: 8 records of another seed" in text and "gqa: 5-fold cross-fit on the scored records" in text
+    assert "| gate | Gate: full - QO >= 3 SE |" in text
+    assert any(r["source"] == "gate" for r in csv.DictReader(out.open()))
+    with pytest.raises(SystemExit, match="expected BENCHMARK:SEED=PATH"):
+        main(["table", "--table", "table2", "--spec", spec, "--results", *metrics, "--predictions", *pred_files,
+              "--fit-records", "vstar=x", "--out", str(out), "--markdown", str(md)])
+
+
+def test_fit_seeds_of_the_question_only_baseline() -> None:
+    """Table 2's rule reads each synthetic benchmark's records at seed + 1000 (the fit seed);
+    real benchmarks (a path) are cross-fitted, and an offset landing on an evaluation seed is
+    refused (the baseline would be fitted in sample)."""
+    from ltopd import config, grid
+
+    cfg = config.load(ROOT / "config" / "smoke.yaml")
+    assert grid.table2_fit_records(cfg) == {f"{b}:0": f"runs/smoke/data/bench/{b}/seed1000" for b in ("vstar", "pope")}
+    preds = grid.table2_inputs(cfg, key="eval_predictions")
+    assert preds == [p.replace("metrics.json", "predictions.jsonl") for p in grid.table2_inputs(cfg)]
+    real = dict(cfg, evaluation={**cfg["evaluation"], "benchmarks": {**cfg["evaluation"]["benchmarks"],
+                                                                     "pope": {"path": "x.tsv"}}})
+    assert list(grid.table2_fit_records(real)) == ["vstar:0"]
+    shifted = dict(cfg, seeds=[0, 1, 2], evaluation={**cfg["evaluation"], "baseline_seed_offset": 2})
+    assert grid.baseline_seed(shifted, 1) == 3
+    with pytest.raises(config.ConfigError, match=r"baseline_seed_offset: 2 puts .* fit seeds \[2\]"):
+        config.validate(shifted)
+    with pytest.raises(config.ConfigError, match="baseline_seed_offset"):
+        config.validate(dict(cfg, evaluation={**cfg["evaluation"], "baseline_seed_offset": 0}))

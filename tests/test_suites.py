@@ -22,7 +22,11 @@ from ltopd.bench.scoring.vqa_norm import vqa_soft_accuracy
 from ltopd.bench.suites import (
     SUITES, RealFormatError, bench_seed, load_records, synthetic_records,
 )
-from ltopd.bench.suites.baseline import question_only_score
+from ltopd.bench.suites.baseline import (
+    blind_predictions, blind_predictions_oos, cross_fit_predictions, fit_blind, load_fit_records,
+    question_only_score, question_only_score_oos,
+)
+from ltopd.bench.store import save_records
 from ltopd.bench.suites.synthetic import TRAIN_SEEDS
 from ltopd.data.records import hash_record
 from ltopd.data.world import COLORS, SHAPES
@@ -108,6 +112,78 @@ def test_question_only_baseline_stays_low(twins, name: str) -> None:
     blind = question_only_score(name, twins[name])
     top = 200.0 * 7 if name == "mme" else PERFECT.get(name, 100.0)
     assert blind <= (0.0 if name == "mmbench" else 0.55 * top), blind
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_out_of_sample_baseline_stays_low_and_below_memorising(twins, name: str) -> None:
+    """Fitted on the twin's records at another seed (the pipeline's fit seed), the blind guesser
+    cannot memorise the scored set's answers: far below a perfect score, and on the open-answer
+    twins (OCRBench, TextVQA) far below the in-sample guesser."""
+    fit = synthetic_records(name, N, 1000, WORLD)
+    oos = question_only_score_oos(name, twins[name], fit)
+    top = 200.0 * 7 if name == "mme" else PERFECT.get(name, 100.0)
+    assert oos <= (0.0 if name == "mmbench" else 0.55 * top), oos
+    if name in ("ocrbench", "textvqa"):
+        assert oos < 0.5 * question_only_score(name, twins[name])
+
+
+def _rec(task: str, template: str, answer: str, options: list[str] = ()) -> dict:
+    return {"id": f"{task}-{template}-{answer}", "task": task, "meta": json.dumps({"template": template}),
+            "options": list(options), "answer": answer}
+
+
+def test_blind_guesser_fallbacks_hand_worked() -> None:
+    fit = [_rec("color", "t1", "red"), _rec("color", "t1", "red"), _rec("color", "t1", "blue"),
+           _rec("color", "t2", "green"), _rec("color", "t2", "blue"),  # tie: alphabetically first
+           _rec("count", "c1", "3"), _rec("mc", "m1", "B", ["x", "y", "z"])]
+    guesser = fit_blind(fit)
+    assert guesser.guess(_rec("color", "t1", "?")) == "red"         # its group
+    assert guesser.guess(_rec("color", "t2", "?")) == "blue"        # its group, tie -> "blue" < "green"
+    assert guesser.guess(_rec("color", "t9", "?")) == "blue"        # unseen template: the task's (blue 2 = red 2 -> blue)
+    assert guesser.guess(_rec("size", "s1", "?")) == "blue"         # unseen task: all open records' (blue 2, red 2)
+    assert guesser.guess(_rec("mc", "m9", "?", ["x", "y", "z"])) == "B"
+    assert guesser.guess(_rec("mc", "m1", "?", ["x"])) == "A"       # B is no option of a one-option record
+    assert guesser.guess(_rec("other", "o", "?", ["x", "y"])) == "B"  # records with options: their answers
+    empty = fit_blind([])
+    assert empty.guess(_rec("a", "b", "?")) == "yes" and empty.guess(_rec("a", "b", "?", ["x", "y"])) == "A"
+    # order of the fit records does not matter
+    assert blind_predictions_oos(fit[:3], fit) == blind_predictions_oos(fit[:3], fit[::-1]) == ["red"] * 3
+    # in sample, a one-record group is answered by itself (the optimistic bound)
+    assert blind_predictions([_rec("color", "t5", "pink")]) == ["pink"]
+
+
+def test_cross_fit_never_sees_the_scored_fold() -> None:
+    """Each record its own template and answer: in sample every guess is right; cross-fitted,
+    a record's template is unseen (its fold is held out), so no guess is its own answer."""
+    recs = [_rec("t", f"tpl{i}", f"ans{i}") for i in range(20)]
+    assert blind_predictions(recs) == [r["answer"] for r in recs]
+    preds = cross_fit_predictions(recs, k=5, seed=0)
+    assert all(p != r["answer"] for p, r in zip(preds, recs))
+    assert preds == cross_fit_predictions(recs, k=5, seed=0)
+    with pytest.raises(ValueError, match="k >= 2"):
+        cross_fit_predictions(recs, k=1)
+
+
+def test_cross_fit_keeps_a_group_in_one_fold() -> None:
+    """Twenty pairs, each pair its own template and answer (an MME image's two questions, say):
+    split across folds, a record would be answered from its pair-mate; kept together, never."""
+    recs = [dict(_rec("t", f"tpl{i}", f"ans{i}"), id=f"{i}-{j}") for i in range(20) for j in range(2)]
+    groups = [r["id"].split("-")[0] for r in recs]
+    together = cross_fit_predictions(recs, k=5, seed=0, groups=groups)
+    assert all(p != r["answer"] for p, r in zip(together, recs))
+    apart = cross_fit_predictions(recs, k=5, seed=0)
+    assert any(p == r["answer"] for p, r in zip(apart, recs))
+    assert question_only_score_oos("gqa", recs, groups=groups) == 0.0
+
+
+def test_fit_records_load_without_images(tmp_path) -> None:
+    recs = synthetic_records("vstar", 4, 1000, WORLD)
+    save_records(recs, tmp_path / "fit")
+    loaded = load_fit_records(tmp_path / "fit")
+    assert [r["answer"] for r in loaded] == [r["answer"] for r in recs]
+    assert all("images" not in r and r["meta"] and r["task"] for r in loaded)
+    with pytest.raises(FileNotFoundError, match="not a saved benchmark"):
+        load_fit_records(tmp_path / "nowhere")
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -208,6 +208,8 @@ TITLES = {"table2": "Table 2", "table7": "Table 7: the teacher", "table12": "Tab
 @command("table", "build results/<table>.csv/.md (Table 2 with its retain-vs-budget figure, or an "
                   "ablation table) from evaluation metrics")
 def _table(args: argparse.Namespace) -> int:
+    import math
+
     from ltopd.atomic import atomic_file
     from ltopd.grid import ABLATION_TABLES
     from ltopd.report import figures, table2
@@ -216,8 +218,21 @@ def _table(args: argparse.Namespace) -> int:
     spec, settings = _job_inputs(args, ("grid", "seeds"))
     backbone, benchmarks = spec["grid"]["backbones"][0], spec["grid"]["benchmarks"]
     methods = ABLATION_TABLES.get(args.table)
+    predictions = fit = None
+    if args.predictions:  # Table 2's gates, out-of-sample question-only baseline and bootstrap intervals
+        from ltopd.bench.suites.baseline import load_fit_records
+
+        predictions = {k: v for k, v in table2.load_predictions(args.predictions).items() if k[0] == backbone}
+        fit = {}
+        for item in args.fit_records or []:
+            key, sep, path = item.partition("=")
+            bench, colon, seed = key.partition(":")
+            if not (sep and colon and seed.isdigit() and path):
+                raise SystemExit(f"--fit-records {item!r}: expected BENCHMARK:SEED=PATH")
+            fit[(bench, int(seed))] = load_fit_records(path)
     with job_run(settings, args.rule, {"table": args.table}, spec) as run:
-        rows, notes = table2.build(table2.load_results(args.results), backbone, benchmarks, args.table, methods)
+        rows, notes = table2.build(table2.load_results(args.results), backbone, benchmarks, args.table, methods,
+                                   predictions, fit, args.n_boot, args.boot_seed)
         with atomic_file(args.out) as fh:
             fh.write(table2.to_csv(rows, benchmarks))
         md = table2.to_markdown(rows, benchmarks, notes)
@@ -229,6 +244,8 @@ def _table(args: argparse.Namespace) -> int:
             run.log_artifact(args.figure)
         run.log_metrics({f"{r['method']}-{r['budget']:g}/avg_retain": r["avg_retain"].mean
                          for r in rows if r["source"] == "ours" and r["avg_retain"].n})
+        run.log_metrics({f"gate/{b}/margin_se": s.mean for r in rows if r["source"] == "gate"
+                         for b, s in r["bench"].items() if s.n and math.isfinite(s.mean)})
         run.log_artifact(args.out)
         run.log_artifact(args.markdown)
     print(md)
@@ -385,6 +402,14 @@ def _parser() -> argparse.ArgumentParser:
             s.add_argument("--out", required=True, help="CSV")
             s.add_argument("--markdown", required=True)
             s.add_argument("--figure", help="PNG: retain ratio vs budget (Table 2)")
+            s.add_argument("--predictions", nargs="*", help="predictions.jsonl files of `ltopd evaluate` (each "
+                           "beside its metrics.json): adds the gates, the out-of-sample question-only baseline "
+                           "and bootstrap intervals")
+            s.add_argument("--fit-records", nargs="*", metavar="BENCHMARK:SEED=PATH",
+                           help="records (build-bench output) the question-only baseline of that evaluation seed "
+                           "is fitted on; a benchmark without them (real data) is cross-fitted")
+            s.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates")
+            s.add_argument("--boot-seed", type=int, default=0, help="bootstrap seed")
         if name == "pretrain-twin":
             s.add_argument("--backbone", required=True, help="a backbone of the profile that has a `twin`")
             s.add_argument("--tokenizer", required=True, help="folder written by build-tokenizer")

@@ -92,6 +92,13 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     for b in cfg["evaluation"]["benchmarks"]:
         if b not in BENCHMARKS:
             out.append(f"evaluation.benchmarks: {b!r} is not a known benchmark; allowed values: {list(BENCHMARKS)}")
+    from ltopd.grid import BASELINE_SEED_OFFSET
+
+    offset = cfg["evaluation"].get("baseline_seed_offset", BASELINE_SEED_OFFSET)
+    if clash := sorted(s + offset for s in cfg["seeds"] if s + offset in cfg["seeds"]):
+        out.append(f"evaluation.baseline_seed_offset: {offset} puts the question-only baseline's fit seeds "
+                   f"{clash} on evaluation seeds (it would be fitted in sample); allowed: an offset beyond "
+                   f"{max(cfg['seeds']) - min(cfg['seeds'])}")
     from ltopd.selectors import SELECTORS
     from ltopd.train.methods import TRAINED
 

@@ -128,13 +128,34 @@ def eval_outputs(cfg: dict[str, Any], key: str = "eval_metrics") -> list[str]:
             for j in eval_jobs(cfg)]
 
 
-def table2_inputs(cfg: dict[str, Any], methods: set[str] | None = None) -> list[str]:
+def table2_inputs(cfg: dict[str, Any], methods: set[str] | None = None, key: str = "eval_metrics") -> list[str]:
     """Table 2 reads the evaluations of the grid's first backbone (Qwen3.5-4B in the paper);
-    ``methods`` keeps only those methods' evaluations."""
+    ``methods`` keeps only those methods' evaluations; ``key`` "eval_predictions" gives their
+    per-item predictions (the bootstrap's input) instead of their metrics."""
     first = cfg["grid"]["backbones"][0]
-    p = paths(cfg)["eval_metrics"]
+    p = paths(cfg)[key]
     return [p.format(backbone=j.backbone, method=j.method, budget=j.budget_tag, benchmark=j.benchmark, seed=j.seed)
             for j in grid_jobs(cfg) if j.backbone == first and (methods is None or j.method in methods)]
+
+
+# The question-only baseline of a synthetic twin is fitted on the twin's records at another
+# evaluation seed (out of sample): seed + evaluation.baseline_seed_offset (default below).
+BASELINE_SEED_OFFSET = 1000
+
+
+def baseline_seed(cfg: dict[str, Any], seed: int) -> int:
+    """The fit seed of the question-only baseline for evaluation ``seed``."""
+    return int(seed) + int(cfg["evaluation"].get("baseline_seed_offset", BASELINE_SEED_OFFSET))
+
+
+def table2_fit_records(cfg: dict[str, Any]) -> dict[str, str]:
+    """"benchmark:seed" -> the records the question-only baseline of that evaluation is fitted
+    on (rule bench_records at the fit seed), for the grid's synthetic benchmarks. A real
+    benchmark (``path:``) has one record set; Table 2 cross-fits its baseline instead."""
+    p = paths(cfg)["bench"]
+    entries = cfg["evaluation"]["benchmarks"]
+    return {f"{b}:{s}": p.format(benchmark=b, seed=baseline_seed(cfg, s))
+            for b in cfg["grid"]["benchmarks"] if not entries.get(b, {}).get("path") for s in cfg["seeds"]}
 
 
 # Tables comparing trained variants at the target budget (each beside full tokens); a profile

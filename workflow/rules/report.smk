@@ -1,22 +1,30 @@
 # Tables and figures from the evaluation metrics, each with the paper's reported numbers beside ours.
 
 
+# Table 2 also reads each evaluation's per-item predictions (the paired bootstrap behind its gates
+# and intervals) and, per synthetic benchmark and seed, the records of the fit seed its
+# out-of-sample question-only baseline is fitted on (rule bench_records builds them; real
+# benchmarks are cross-fitted instead).
 rule table2:
     input:
         results=grid.table2_inputs(config),
-        code=code("report") + ["src/ltopd/cli.py"],
+        predictions=grid.table2_inputs(config, key="eval_predictions"),
+        fit=list(grid.table2_fit_records(config).values()),
+        code=code("report", "bench") + ["src/ltopd/cli.py"],
     output:
         csv=PATHS["table2"],
         md=PATHS["table2_md"],
         figure=PATHS["table2_fig"],
     params:
         spec=spec("grid", "seeds"),
+        fit=" ".join(shlex.quote(f"{k}={v}") for k, v in grid.table2_fit_records(config).items()),
     log:
         f"{PATHS['logs']}/table2.log",
     conda:
         "../../envs/ltopd.yaml"
     shell:
-        "ltopd table --table table2 --spec {params.spec:q} --results {input.results} --out {output.csv} "
+        "ltopd table --table table2 --spec {params.spec:q} --results {input.results} "
+        "--predictions {input.predictions} --fit-records {params.fit} --out {output.csv} "
         "--markdown {output.md} --figure {output.figure} --rule table2 > {log} 2>&1"
 
 

@@ -1,5 +1,18 @@
 """results/table2.csv and .md: methods x budgets on one backbone, each benchmark's official score
-and the average retain ratio, our rows (mean and spread over seeds) beside the paper's."""
+and the average retain ratio, our rows (mean and spread over seeds) beside the paper's.
+
+Given the evaluations' per-item predictions (:func:`build` with ``predictions``), Table 2 also
+
+* scores the question-only ("blind") baseline out of sample (ltopd.bench.suites.baseline): for a
+  synthetic twin fitted on the twin's records at the fit seed (``fit_records``), for a benchmark
+  without them (real data) K-fold cross-fitted on the scored records, folds by resampling unit;
+* gates each benchmark: it enters the average retain ratio only if the full-token model beats
+  that baseline by at least :data:`GATE_SE` standard errors (paired bootstrap SE of full - QO on
+  the first seed's items, ltopd.report.stats); with no benchmark passing the average is n/a;
+* gives every average retain ratio a 95% bootstrap interval (items resampled per benchmark by
+  unit, jointly for the method and full tokens, each seed's record set on its own draws), and
+  LT-OPD - CDPruner at the smallest budget with its interval.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +21,19 @@ import io
 import json
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ltopd.grid import METHODS
+from ltopd.report import stats
 from ltopd.report.reported import paper_backbone, paper_rows
 from ltopd.report.retain import Stat, retain_ratio
+
+GATE_SE = 3.0  # full tokens must beat the out-of-sample question-only baseline by this many SEs
+CROSS_FIT_FOLDS = 5
+QO_LABEL = "Question-only (out of sample)"
 
 # Row order within a budget: the paper's (training-free, then training-based, LT-OPD last).
 ORDER = ["full", "fastv", "divprune", "dart", "cdpruner", "hiprune", "random", "uniform",
@@ -50,9 +69,12 @@ def _order(method: str) -> int:
     return ORDER.index(method) if method in ORDER else len(ORDER) + sorted(METHODS).index(method)
 
 
-def our_rows(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str]) -> list[dict[str, Any]]:
+def our_rows(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str],
+             over: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """One row per (method, budget) of ``backbone``: per benchmark a Stat over seeds, the average
-    retain ratio as a Stat over seeds, and the benchmarks it averaged over."""
+    retain ratio as a Stat over seeds, and the benchmarks it averaged over (those of ``over``,
+    default all of ``benchmarks``, that have a positive full-token score)."""
+    eligible = list(benchmarks) if over is None else [b for b in benchmarks if b in over]
     scores: dict[tuple[str, float], dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
     for r in results:
         if r["backbone"] == backbone and r["benchmark"] in benchmarks:
@@ -62,9 +84,9 @@ def our_rows(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[
     for (method, budget), per_seed in scores.items():
         retains, used = [], set()
         for seed, s in per_seed.items():
-            value, over = retain_ratio(s, full.get(seed, {}), benchmarks)
+            value, averaged = retain_ratio(s, full.get(seed, {}), eligible)
             retains.append(value)
-            used.update(over)
+            used.update(averaged)
         rows.append({"source": "ours", "backbone": backbone, "method": method, "budget": budget,
                      "seeds": len(per_seed),
                      "bench": {b: Stat.of([s[b] for s in per_seed.values() if b in s]) for b in benchmarks},
@@ -85,22 +107,213 @@ def reported_rows(benchmarks: Sequence[str], table: str = "table2") -> list[dict
     return rows
 
 
+def load_predictions(files: Sequence[str | Path]) -> dict[tuple[str, str, float, str, int], list[dict]]:
+    """(backbone, method, budget, benchmark, seed) -> the prediction rows of `ltopd evaluate`
+    (each predictions.jsonl is named by the metrics.json written beside it)."""
+    out: dict[tuple[str, str, float, str, int], list[dict]] = {}
+    for f in files:
+        f = Path(f)
+        (m,) = load_results([f.parent / "metrics.json"])
+        key = (m["backbone"], m["method"], float(m["budget"]), m["benchmark"], int(m["seed"]))
+        rows = []
+        for n, line in enumerate(f.read_text().splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{f}:{n}: not valid JSON ({e})") from None
+        if key in out:
+            raise ValueError(f"{f}: a second predictions file for {key}")
+        out[key] = rows
+    return out
+
+
+def question_only(rows: Sequence[dict], benchmark: str, fit: Sequence[dict] | None = None,
+                  k: int = CROSS_FIT_FOLDS, seed: int = 0) -> tuple[list[dict], str]:
+    """(``rows`` with the out-of-sample blind guess as prediction, how it was fitted): on
+    ``fit`` (another record set of the benchmark), else K-fold cross-fitted on ``rows``, folds by
+    resampling unit (an MME pair, an MMBench group stays in one fold)."""
+    from ltopd.bench.suites.baseline import blind_predictions_oos, cross_fit_predictions, with_predictions
+
+    if fit is not None:
+        return with_predictions(rows, blind_predictions_oos(rows, fit)), f"{len(fit)} records of another seed"
+    groups = [stats.unit_key(benchmark, r) for r in rows]
+    preds = cross_fit_predictions(rows, k, seed, groups)
+    return with_predictions(rows, preds), f"{k}-fold cross-fit on the scored records"
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Full tokens vs the out-of-sample question-only baseline on one benchmark's items."""
+
+    benchmark: str
+    seed: int
+    full: float
+    qo: float
+    diff: stats.Interval  # full - QO: (diff, lo, hi, se)
+    need: float           # required margin in SEs
+
+    @property
+    def margin(self) -> float:
+        """(full - QO) in standard errors (+-inf for a nonzero difference with SE 0)."""
+        d, se = self.diff.estimate, self.diff.se
+        if se > 0:
+            return d / se
+        return math.copysign(math.inf, d) if d else 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.margin >= self.need
+
+    def describe(self) -> str:
+        return (f"{self.benchmark} {self.margin:+.1f} SE (full {self.full:.1f} vs QO {self.qo:.1f}, "
+                f"diff {self.diff.estimate:+.1f}, SE {self.diff.se:.2f})")
+
+
+def gate(full_rows: Sequence[dict], qo_rows: Sequence[dict], benchmark: str, seed: int = 0,
+         n_boot: int = 1000, boot_seed: int = 0, need: float = GATE_SE) -> Gate:
+    """The gate of ``benchmark``: paired bootstrap of full - QO over its units."""
+    from ltopd.bench.scoring import score
+
+    diff = stats.paired_diff_ci(full_rows, qo_rows, benchmark, n_boot, boot_seed)
+    return Gate(benchmark, seed, score(benchmark, list(full_rows))["score"], score(benchmark, list(qo_rows))["score"],
+                diff, need)
+
+
+def _runs(preds: Mapping[tuple, list[dict]], backbone: str, method: str, budget: float,
+          benchmarks: Sequence[str] | None = None) -> dict[int, dict[str, list[dict]]]:
+    """seed -> benchmark -> prediction rows of (method, budget): every benchmark it has, or
+    (``benchmarks`` given) those, for the seeds that have all of them."""
+    by_seed: dict[int, dict[str, list[dict]]] = defaultdict(dict)
+    for (bb, m, b, bench, seed), rows in preds.items():
+        if bb == backbone and m == method and b == budget and (benchmarks is None or bench in benchmarks):
+            by_seed[seed][bench] = rows
+    if benchmarks is None:
+        return dict(sorted(by_seed.items()))
+    return {s: v for s, v in sorted(by_seed.items()) if all(b in v for b in benchmarks)}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the per-item predictions add to the table (see :func:`evidence`)."""
+
+    gates: dict[str, Gate]
+    gated: list[str]                               # benchmarks that passed, in table order
+    intervals: dict[tuple[str, float], stats.Interval]  # (method, budget) -> avg retain CI
+    rows: list[dict[str, Any]]                     # the question-only and gate rows
+    notes: list[str]
+
+
+def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Sequence[str],
+             rows: Sequence[tuple[str, float]], fit_records: Mapping[tuple[str, int], Sequence[dict]] | None = None,
+             n_boot: int = 1000, boot_seed: int = 0, need: float = GATE_SE, level: float = 0.95) -> Evidence:
+    """Gates, the out-of-sample question-only baseline and the average-retain intervals of the
+    (method, budget) ``rows`` from the per-item predictions ``preds`` (:func:`load_predictions`).
+
+    Question-only: per seed with full-token predictions, the blind guess for those items, fitted
+    on ``fit_records[(benchmark, seed)]`` where given, else cross-fitted. Gate: on the first such
+    seed, full - QO >= ``need`` SE. Intervals: over the gated benchmarks, the seeds where a row
+    has predictions for each; LT-OPD - CDPruner at the smallest budget when both rows have them."""
+    from ltopd.bench.scoring import score
+
+    fit_records = fit_records or {}
+    full_runs = {s: {b: r for b, r in v.items() if b in benchmarks}
+                 for s, v in _runs(preds, backbone, "full", 1.0).items()}
+    if not full_runs:
+        raise ValueError(f"no full-token predictions for backbone {backbone!r}: the gates need them")
+    first = min(full_runs)
+    qo_scores: dict[str, list[float]] = defaultdict(list)
+    how: dict[str, set[str]] = defaultdict(set)
+    gates: dict[str, Gate] = {}
+    for s, per_bench in full_runs.items():
+        for b in benchmarks:
+            if b not in per_bench:
+                continue
+            fit = fit_records.get((b, s))
+            qo_rows, fitted = question_only(per_bench[b], b, fit, seed=boot_seed)
+            how[b].add(fitted)
+            qo_scores[b].append(score(b, qo_rows)["score"])
+            if s == first:
+                gates[b] = gate(per_bench[b], qo_rows, b, s, n_boot, boot_seed, need)
+    gated = [b for b in benchmarks if b in gates and gates[b].passed]
+    failed = [b for b in benchmarks if b in gates and b not in gated]
+    missing = [b for b in benchmarks if b not in gates]
+    level_pct = f"{100 * level:g}%"
+    notes = [f"gate (seed {first}): a benchmark enters the average retain ratio only if full tokens beat the "
+             f"question-only baseline (out of sample) by >= {need:g} SE (paired bootstrap over units, "
+             f"{n_boot} replicates); passed: " + ("; ".join(gates[b].describe() for b in gated) or "none")
+             + "; failed: " + ("; ".join(gates[b].describe() for b in failed) or "none")
+             + (f"; no full-token predictions (left out): {missing}" if missing else "") + ".",
+             "question-only baseline (out of sample: most frequent answer per task, template and has-options, "
+             "falling back to the task's, then 'A' / 'yes'), fitted on: "
+             + "; ".join(f"{b}: {' / '.join(sorted(how[b]))}" for b in benchmarks if b in how) + "."]
+    intervals: dict[tuple[str, float], stats.Interval] = {}
+    if not gated:
+        notes.append("no benchmark passed the gate: the average retain ratio is n/a (not computed).")
+    else:
+        full_gated = {s: v for s, v in full_runs.items() if all(b in v for b in gated)}
+        runs = {k: {s: v for s, v in _runs(preds, backbone, k[0], k[1], gated).items() if s in full_gated}
+                for k in rows}
+        runs = {k: v for k, v in runs.items() if v}
+        reps = stats.retain_replicates(runs, full_gated, gated, n_boot, boot_seed)
+        intervals = {k: stats.interval(p, rep, level) for k, (p, rep) in reps.items()}
+        lowest = min((k[1] for k in rows), default=None)
+        a, c = ("ltopd", lowest), ("cdpruner", lowest)
+        if a in runs and c in runs:
+            common = sorted(set(runs[a]) & set(runs[c]))
+            if common:
+                pair = stats.retain_replicates({"a": {s: runs[a][s] for s in common},
+                                                "c": {s: runs[c][s] for s in common}},
+                                               full_gated, gated, n_boot, boot_seed)
+                d = stats.interval(pair["a"][0] - pair["c"][0], pair["a"][1] - pair["c"][1], level)
+                notes.append(f"LT-OPD - CDPruner at {100 * lowest:g}%: {d.estimate:+.1f} retain points, "
+                             f"{level_pct} CI {stats.format_ci(d)} (SE {d.se:.2f}; same items and draws, "
+                             f"seeds {common}, over {gated}).")
+        notes.append(f"[lo, hi] after an average retain ratio: {level_pct} percentile bootstrap interval over items "
+                     f"({n_boot} replicates, seed {boot_seed}; units: MME image pairs within category, MMBench "
+                     "circular groups, POPE / HR-Bench rows within split / cycle category, rows otherwise; each "
+                     "seed's record set drawn on its own, the method and full tokens on the same draws). It "
+                     "covers item sampling only; ± is the spread over seeds.")
+    qo_row = {"source": "baseline", "backbone": backbone, "method": "question_only", "budget": None,
+              "seeds": len(full_runs), "bench": {b: Stat.of(qo_scores.get(b, [])) for b in benchmarks},
+              "avg_retain": None, "retain_over": []}
+    gate_row = {"source": "gate", "backbone": backbone, "method": "gate", "budget": None, "seeds": 1,
+                "bench": {b: Stat(gates[b].margin, math.nan, 1) if b in gates else Stat(math.nan, math.nan, 0)
+                          for b in benchmarks},
+                "text": {b: ("pass" if g.passed else "fail") + f" ({g.margin:+.1f} SE)" for b, g in gates.items()},
+                "avg_retain": None, "retain_over": gated}
+    return Evidence(gates, gated, intervals, [qo_row, gate_row], notes)
+
+
 def _num(x: float | None, digits: int = 1) -> str:
     return "" if x is None or math.isnan(x) else f"{x:.{digits}f}"
 
 
+def _budget(r: dict[str, Any], csv_form: bool) -> str:
+    if r["budget"] is None:
+        return ""
+    if csv_form:
+        return f"{r['budget']:g}"
+    return "100%" if r["budget"] >= 1 else f"{100 * r['budget']:g}%"
+
+
 def to_csv(rows: list[dict[str, Any]], benchmarks: Sequence[str]) -> str:
+    """One line per row. Beside the table's columns: ``avg_retain_lo`` / ``_hi`` (the 95%
+    bootstrap interval, when the table has predictions), a ``baseline`` row (the out-of-sample
+    question-only scores) and a ``gate`` row (full - QO in SEs per benchmark; its
+    ``retain_over`` lists the benchmarks that passed)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["source", "backbone", "method", "budget", "seeds", *benchmarks, "avg_retain",
-                *[f"{b}_sd" for b in benchmarks], "avg_retain_sd", "retain_over"])
+                *[f"{b}_sd" for b in benchmarks], "avg_retain_sd", "retain_over", "avg_retain_lo", "avg_retain_hi"])
     for r in rows:
-        stats = [r["bench"].get(b) for b in benchmarks]
+        stats_ = [r["bench"].get(b) for b in benchmarks]
         avg = r["avg_retain"]
-        w.writerow([r["source"], r["backbone"], r["method"], f"{r['budget']:g}", r["seeds"],
-                    *[_num(s.mean if s else None, 2) for s in stats], _num(avg.mean if avg else None, 2),
-                    *[_num(s.sd if s else None, 2) for s in stats], _num(avg.sd if avg else None, 2),
-                    " ".join(r["retain_over"])])
+        ci = r.get("avg_retain_ci")
+        w.writerow([r["source"], r["backbone"], r["method"], _budget(r, True), r["seeds"],
+                    *[_num(s.mean if s else None, 2) for s in stats_], _num(avg.mean if avg else None, 2),
+                    *[_num(s.sd if s else None, 2) for s in stats_], _num(avg.sd if avg else None, 2),
+                    " ".join(r["retain_over"]), _num(ci.lo if ci else None, 2), _num(ci.hi if ci else None, 2)])
     return buf.getvalue()
 
 
@@ -108,6 +321,15 @@ def _cell(s: Stat | None, seeds: int | str) -> str:
     if s is None or math.isnan(s.mean):
         return ""
     return f"{s.mean:.1f} ± {s.sd:.1f}" if isinstance(seeds, int) and seeds > 1 else f"{s.mean:.1f}"
+
+
+def _retain_cell(r: dict[str, Any]) -> str:
+    s = r["avg_retain"]
+    if r.get("gated") and r["source"] == "ours" and (s is None or math.isnan(s.mean)):
+        return "n/a"
+    cell = _cell(s, r["seeds"])
+    ci = stats.format_ci(r.get("avg_retain_ci"))
+    return f"{cell} {ci}" if cell and ci else cell
 
 
 def to_markdown(rows: list[dict[str, Any]], benchmarks: Sequence[str], notes: Sequence[str] = (),
@@ -118,19 +340,28 @@ def to_markdown(rows: list[dict[str, Any]], benchmarks: Sequence[str], notes: Se
             *[BENCH_LABELS.get(b, b) for b in benchmarks], "Avg. retain (%)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        mark = "paper" if r["source"] == "paper" else "ours"
-        budget = "100%" if r["budget"] >= 1 else f"{100 * r['budget']:g}%"
-        cells = [_cell(r["bench"].get(b), r["seeds"]) for b in benchmarks]
-        lines.append("| " + " | ".join([mark, *([r["backbone"]] if show_backbone else []),
-                                        LABELS.get(r["method"], r["method"]), budget, *cells,
-                                        _cell(r["avg_retain"], r["seeds"])]) + " |")
+        mark = {"paper": "paper", "gate": "gate"}.get(r["source"], "ours")
+        label = {"question_only": QO_LABEL, "gate": f"Gate: full - QO >= {GATE_SE:g} SE"}.get(r["method"]) \
+            if r["source"] in ("baseline", "gate") else LABELS.get(r["method"], r["method"])
+        text = r.get("text") or {}
+        cells = [text.get(b, "") if r["source"] == "gate" else _cell(r["bench"].get(b), r["seeds"]) for b in benchmarks]
+        lines.append("| " + " | ".join([mark, *([r["backbone"]] if show_backbone else []), label,
+                                        _budget(r, False), *cells, _retain_cell(r)]) + " |")
     return "\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n"
 
 
 def build(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str], table: str = "table2",
-          methods: Sequence[str] | None = None) -> tuple[list[dict], list[str]]:
+          methods: Sequence[str] | None = None,
+          predictions: Mapping[tuple[str, str, float, str, int], list[dict]] | None = None,
+          fit_records: Mapping[tuple[str, int], Sequence[dict]] | None = None,
+          n_boot: int = 1000, boot_seed: int = 0) -> tuple[list[dict], list[str]]:
     """(rows: ours then the paper's, notes for the markdown). ``methods`` keeps only those rows
-    of ours (plus full tokens, the retain ratio's reference), as the ablation tables do."""
+    of ours (plus full tokens, the retain ratio's reference), as the ablation tables do.
+
+    With ``predictions`` (:func:`load_predictions`), the gates, the out-of-sample
+    question-only baseline (fitted on ``fit_records`` (benchmark, seed) -> records where given,
+    cross-fitted otherwise) and the bootstrap intervals join the table (:func:`evidence`); the
+    average retain ratio then averages over the gated benchmarks only."""
     ours = our_rows(results, backbone, benchmarks)
     if methods is not None:
         ours = [r for r in ours if r["method"] == "full" or r["method"] in methods]
@@ -143,4 +374,11 @@ def build(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str
     zero = [b for b in benchmarks if full["bench"][b].n and full["bench"][b].mean == 0]
     if zero:
         notes.append(f"full-token score 0 on {zero}: left out of the average retain ratio (undefined).")
-    return ours + reported_rows(benchmarks, table), notes
+    if predictions is None:
+        return ours + reported_rows(benchmarks, table), notes
+    ev = evidence(predictions, backbone, benchmarks, [(r["method"], r["budget"]) for r in ours], fit_records,
+                  n_boot, boot_seed)
+    kept = {(r["method"], r["budget"]) for r in ours}
+    ours = [dict(r, gated=True, avg_retain_ci=ev.intervals.get((r["method"], r["budget"])))
+            for r in our_rows(results, backbone, benchmarks, over=ev.gated) if (r["method"], r["budget"]) in kept]
+    return ours[:1] + ev.rows + ours[1:] + reported_rows(benchmarks, table), notes + ev.notes
