@@ -143,3 +143,78 @@ def test_task_stream_cycles_styles_and_multiple_choice_answers_by_letter():
     assert mc and all(r["source"] == "onethinker" and r["answer"] in "ABCDEFG" and len(r["answer"]) == 1 for r in mc)
     again = list(itertools.islice(task_stream(["color", "exists"], 7, cfg, styles=[None, "onethinker"]), 40))
     assert [r["id"] for r in again] == [r["id"] for r in styled]
+
+
+def _grads(bb: Backbone) -> list[torch.Tensor]:
+    return [p.grad.detach().clone() for p in bb.model.parameters() if p.grad is not None]
+
+
+def test_grouped_accumulation_equals_the_one_batch_gradient(tok, records):
+    from ltopd.models.pretrain import accumulate_loss
+
+    two = dict(records[1], images=[records[1]["images"][0], records[2]["images"][0]])
+    mixed = [records[0], two, records[3], records[4]]
+    bb = make_backbone(tok, seed=2)
+    bb.model.train()
+    batch = bb.encode(mixed, [build_target(r) for r in mixed])
+    reference = bb.forward(batch, with_labels=True)[0].loss  # one padded batch
+    reference.backward()
+    expected = _grads(bb)
+    bb.model.zero_grad(set_to_none=True)
+    loss = accumulate_loss(bb, mixed)
+    torch.testing.assert_close(loss, reference.detach(), rtol=1e-5, atol=1e-6)
+    for a, b in zip(_grads(bb), expected):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_cosine_decay_by_hand():
+    stage = Stage("s", 5, final_lr_ratio=0.1)
+    assert [round(stage.decay(i), 6) for i in range(5)] == [1.0, round(0.1 + 0.9 * 0.5 * (1 + 2**-0.5), 6), 0.55,
+                                                            round(0.1 + 0.9 * 0.5 * (1 - 2**-0.5), 6), 0.1]
+    assert Stage("flat", 5).decay(3) == 1.0
+
+
+def test_a_stopped_run_resumes_to_the_uninterrupted_weights(tok, records, tmp_path):
+    cfg = PretrainConfig(stages=(Stage("a", 2, final_lr_ratio=0.5), Stage("b", 2)), batch_size=2, seed=5,
+                         warmup_steps=1)
+
+    def sources():
+        return {"a": lambda start: itertools.islice(itertools.cycle(records), start, None),
+                "b": iter(records[::-1] * 4)}
+
+    whole = make_backbone(tok, seed=1)
+    full = pretrain(whole, sources(), cfg)
+    split = make_backbone(tok, seed=1)
+    first = pretrain(split, sources(), cfg, state_dir=tmp_path, stop_after=3)
+    assert first.steps == 3
+    resumed_bb = make_backbone(tok, seed=1)  # a fresh process: weights come from the saved state
+    resumed = pretrain(resumed_bb, sources(), cfg, state_dir=tmp_path, checkpoint_every=1)
+    assert resumed.steps == 4 and resumed.losses == full.losses
+    for a, b in zip(resumed_bb.model.parameters(), whole.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_stage_sources_interleave_world_tasks_and_benchmark_items():
+    from ltopd.models.twin_job import interleave, stage_sources
+
+    pt = {"seed": 0, "stages": [{"name": "mix", "steps": 1, "lr": 1e-3, "tasks": ["color"], "bench": ["pope", "gqa"]}]}
+    source = stage_sources(pt, {"image_size": 128})["mix"]
+    items = list(itertools.islice(source(0), 6))
+    assert [r["source"] for r in items] == ["world", "pope", "world", "gqa", "world", "pope"]
+    later = list(itertools.islice(source(3), 3))  # a resumed stream starts mid-way
+    assert [r["id"] for r in later] == [r["id"] for r in items[3:6]]
+    counting = [lambda s, k=k: itertools.count(100 * k + s) for k in range(3)]
+    assert list(itertools.islice(interleave(counting, 4), 5)) == [101, 201, 2, 102, 202]
+
+
+def test_instruction_items_never_share_an_evaluation_seed():
+    from ltopd.bench.suites import synthetic_records
+    from ltopd.bench.suites.instruct import INSTRUCT_SEED_BASE, instruct_seed, instruct_stream
+
+    seeds = {instruct_seed(r, c) for r in (0, 1, 5_000_000) for c in (0, 1, 2**20 - 1)}
+    assert len(seeds) == 9 and all(INSTRUCT_SEED_BASE <= s < 2**40 for s in seeds)
+    world = {"image_size": 128}
+    ours = list(itertools.islice(instruct_stream(["gqa"], 0, world), 4))
+    evaluation = synthetic_records("gqa", 4, 0, world)
+    assert {r["question"] + r["answer"] for r in ours} != {r["question"] + r["answer"] for r in evaluation}
+    assert [r["id"] for r in ours] == [r["id"] for r in synthetic_records("gqa", 4, instruct_seed(0, 0), world)]

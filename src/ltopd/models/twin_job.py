@@ -6,8 +6,11 @@ tokens hurt it?
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
 
+from ltopd.bench.suites.instruct import instruct_stream
 from ltopd.data.sources import world_config
 from ltopd.data.world import answer_prior_baseline, generate_task_item
 from ltopd.models.backbone import Backbone
@@ -26,17 +29,46 @@ def pretrain_config(pt: dict[str, Any], lr_scale: float = 1.0) -> PretrainConfig
     step they tolerate: docs/pretraining.md)."""
     stages = tuple(
         Stage(s["name"], s["steps"], lr_lm=lr_scale * s.get("lr_lm", s["lr"]),
-              lr_merger=lr_scale * s.get("lr_merger", s["lr"]), lr_vision=lr_scale * s.get("lr_vision", s["lr"]))
+              lr_merger=lr_scale * s.get("lr_merger", s["lr"]), lr_vision=lr_scale * s.get("lr_vision", s["lr"]),
+              final_lr_ratio=s.get("final_lr_ratio", 1.0))
         for s in pt["stages"])
     return PretrainConfig(stages=stages, batch_size=pt["batch_size"], seed=pt["seed"], warmup_steps=pt["warmup_steps"])
 
 
+def interleave(sources: list[Callable[[int], Iterator[dict]]], start: int = 0) -> Iterator[dict]:
+    """Item i of the mix is item i // k of source i % k (k sources); resumable at any `start`."""
+    k = len(sources)
+    streams = [src(start // k + (1 if j < start % k else 0)) for j, src in enumerate(sources)]
+    for i in itertools.count(start):
+        yield next(streams[i % k])
+
+
+def stage_source(stage: dict[str, Any], index: int, pt: dict[str, Any], world: dict[str, Any]) -> Callable[[int], Iterator[dict]]:
+    """The deterministic item stream of stage `index` as a function of its first item's index:
+    procedural-world tasks (`tasks`, with the stage's world overrides and wordings), the
+    benchmark twins' instruction items (`bench`, ltopd.bench.suites.instruct), or both
+    alternating."""
+    stage_world = {**world, **stage.get("world", {})}
+    seed = PRETRAIN_SEED_BASE + pt["seed"] * 100 + index
+    styles = [None if x == "plain" else x for x in stage.get("styles", ["plain"])]
+    sources: list[Callable[[int], Iterator[dict]]] = []
+    if stage.get("tasks"):
+        sources.append(lambda start: task_stream(stage["tasks"], seed, world_config(stage_world), start, styles))
+    if stage.get("bench"):
+        sources.append(lambda start: instruct_stream(stage["bench"], seed, stage_world, start))
+    if not sources:
+        raise ValueError(f"pretrain stage {stage['name']!r} needs `tasks` or `bench`")
+    return sources[0] if len(sources) == 1 else (lambda start: interleave(sources, start))
+
+
 def stage_streams(pt: dict[str, Any], world: dict[str, Any]) -> dict[str, Any]:
-    """One deterministic item stream per stage, each with its own world overrides and seed."""
-    return {s["name"]: task_stream(s["tasks"], PRETRAIN_SEED_BASE + pt["seed"] * 100 + i,
-                                   world_config({**world, **s.get("world", {})}),
-                                   styles=[None if x == "plain" else x for x in s.get("styles", ["plain"])])
-            for i, s in enumerate(pt["stages"])}
+    """One deterministic item stream per stage (iterators from the first item)."""
+    return {s["name"]: stage_source(s, i, pt, world)(0) for i, s in enumerate(pt["stages"])}
+
+
+def stage_sources(pt: dict[str, Any], world: dict[str, Any]) -> dict[str, Callable[[int], Iterator[dict]]]:
+    """One resumable stream per stage: start index -> items."""
+    return {s["name"]: stage_source(s, i, pt, world) for i, s in enumerate(pt["stages"])}
 
 
 def heldout_records(pt: dict[str, Any], world: dict[str, Any]) -> list[dict[str, Any]]:
@@ -60,10 +92,13 @@ def probe(backbone: Backbone, records: list[dict[str, Any]], heldout: dict[str, 
 
 
 def run(twin: str, tokenizer, pt: dict[str, Any], world: dict[str, Any], floor: int, lr_scale: float = 1.0,
-        on_step: Callable[[StepLog], None] | None = None, progress: bool = True) -> tuple[Backbone, dict[str, Any]]:
-    """Build the twin from its config, pretrain it, probe it; return (backbone, metrics)."""
+        on_step: Callable[[StepLog], None] | None = None, progress: bool = True,
+        state_dir: str | None = None, checkpoint_every: int = 0) -> tuple[Backbone, dict[str, Any]]:
+    """Build the twin from its config, pretrain it (resuming from `state_dir` when it holds a
+    saved state), probe it; return (backbone, metrics)."""
     backbone = twin_backbone(twin, tokenizer, seed=pt["seed"])
-    curve = pretrain(backbone, stage_streams(pt, world), pretrain_config(pt, lr_scale), on_step=on_step)
+    curve = pretrain(backbone, stage_sources(pt, world), pretrain_config(pt, lr_scale), on_step=on_step,
+                     state_dir=state_dir, checkpoint_every=checkpoint_every)
     metrics = {**summarize(curve), **probe(backbone, heldout_records(pt, world), pt["heldout"], floor, progress)}
     metrics["parameters"] = sum(p.numel() for p in backbone.model.parameters())
     return backbone, metrics
