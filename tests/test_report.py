@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ltopd.report import figures, table2
+from ltopd.report import figures, gates, table2
 from ltopd.report.reported import paper_rows
 from ltopd.report.retain import Stat, retain_ratio
 
@@ -262,7 +262,7 @@ def test_gate_keeps_only_benchmarks_full_tokens_clearly_win() -> None:
     qo, gate = ours[1], ours[2]
     assert qo["bench"]["gqa"].mean == 12.5 and qo["bench"]["vstar"].mean == 25.0 and qo["seeds"] == 2
     assert gate["text"]["gqa"].startswith("pass (+") and gate["text"]["vstar"].startswith("fail (+")
-    assert gate["retain_over"] == ["gqa"] and gate["bench"]["gqa"].mean >= table2.GATE_SE > gate["bench"]["vstar"].mean
+    assert gate["retain_over"] == ["gqa"] and gate["bench"]["gqa"].mean >= gates.GATE_SE > gate["bench"]["vstar"].mean
     # the average retain ratio is over GQA alone: cdpruner 50 / 90 right per seed
     cdp = next(r for r in ours if r["method"] == "cdpruner")
     assert cdp["retain_over"] == ["gqa"] and cdp["avg_retain"].mean == pytest.approx(100 * 5 / 9)
@@ -272,7 +272,7 @@ def test_gate_keeps_only_benchmarks_full_tokens_clearly_win() -> None:
     # the gate's numbers: full 90 vs QO 12.5 on seed 0, paired SE of that difference
     from ltopd.report import stats
 
-    qo_rows, _ = table2.question_only(preds[("bb", "full", 1.0, "gqa", 0)], "gqa", fit[("gqa", 0)])
+    qo_rows, _ = gates.question_only(preds[("bb", "full", 1.0, "gqa", 0)], "gqa", fit[("gqa", 0)])
     _, _, _, se = stats.paired_diff_ci(preds[("bb", "full", 1.0, "gqa", 0)], qo_rows, "gqa", 400, 0)
     assert gate["bench"]["gqa"].mean == pytest.approx((90 - 12.5) / se)
     text = "\n".join(notes)

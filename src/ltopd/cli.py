@@ -137,6 +137,49 @@ def _pretrain_twin(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("release-twin", "pretrain a twin (resumable), gate it on every benchmark twin, write its release folder")
+def _release_twin(args: argparse.Namespace) -> int:
+    from transformers import AutoTokenizer
+
+    import torch
+
+    from ltopd.models import release_job
+    from ltopd.progress import bar as progress_bar
+    from ltopd.tracking import flatten, job_run
+
+    torch.set_num_threads(args.threads)
+    spec, settings = _job_inputs(args, ("backbones", "pretrain", "reduction", "world", "evaluation"))
+    entry = spec["backbones"].get(args.backbone) or {}
+    if not entry.get("twin"):
+        raise SystemExit(f"backbones.{args.backbone}: no `twin` to release; twins: "
+                         f"{sorted(b for b, e in spec['backbones'].items() if e.get('twin'))}")
+    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
+    total = sum(s["steps"] for s in spec["pretrain"]["stages"])
+    with job_run(settings, args.rule, {"backbone": args.backbone}, spec,
+                 inputs={"tokenizer": args.tokenizer}) as run, progress_bar(total, f"release {entry['twin']}", "step") as bar:
+        def on_step(log):
+            if bar.n == 0 and log.step > 1:  # resumed: the bar starts where the saved state stopped
+                bar.update(log.step - 1)
+            run.log_metrics({"loss": log.loss, **{f"lr_{k}": v for k, v in log.lrs.items()}}, step=log.step)
+            bar.set_postfix(stage=log.stage, loss=f"{log.loss:.3f}", refresh=False)
+            bar.update()
+
+        manifest = release_job.build(spec, args.backbone, tokenizer, args.state, args.out, on_step=on_step,
+                                     checkpoint_every=spec["pretrain"].get("checkpoint_every", 50))
+        run.log_metrics({k: float(v) for k, v in flatten(manifest["gates"]["benchmarks"]).items()
+                         if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    cost, gates = manifest["pretraining"], manifest["gates"]
+    print(f"{args.backbone} ({entry['twin']}): {cost['steps']} updates, {cost['wall_s'] / 60:.1f} min of pretraining "
+          f"-> {args.out}")
+    for bench, g in gates["benchmarks"].items():
+        print(f"  {bench:10s} QO {g['question_only']:7.1f}  full {g['full']:7.1f}  "
+              f"{gates['settings']['selector']} {gates['settings']['ratio']:g} "
+              f"{g[gates['settings']['selector'] + '_' + format(gates['settings']['ratio'], 'g')]:7.1f}  "
+              f"{g['margin_se']:+6.1f} SE  {'pass' if g['passed'] else 'FAIL'}")
+    print(f"  gates passed: {len(gates['passed'])} of {len(gates['benchmarks'])}")
+    return 0
+
+
 @command("build-bench", "build one benchmark's records (synthetic twin or real data) for evaluation")
 def _build_bench(args: argparse.Namespace) -> int:
     from ltopd.bench.store import build_records, save_records
@@ -410,7 +453,14 @@ def _parser() -> argparse.ArgumentParser:
                            "is fitted on; a benchmark without them (real data) is cross-fitted")
             s.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates")
             s.add_argument("--boot-seed", type=int, default=0, help="bootstrap seed")
-        if name == "pretrain-twin":
+        if name == "release-twin":
+            g = s.add_mutually_exclusive_group(required=True)
+            g.add_argument("--config", help="profile YAML (run by hand)")
+            g.add_argument("--spec", help="JSON of the config sections the job depends on (from Snakemake)")
+            s.add_argument("--out", required=True, help="the release folder")
+            s.add_argument("--state", required=True, help="folder of the resumable pretraining state")
+            s.add_argument("--rule", default=name)
+        if name in ("pretrain-twin", "release-twin"):
             s.add_argument("--backbone", required=True, help="a backbone of the profile that has a `twin`")
             s.add_argument("--tokenizer", required=True, help="folder written by build-tokenizer")
             s.add_argument("--threads", type=int, default=1, help="torch CPU threads")

@@ -99,6 +99,11 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
         out.append(f"evaluation.baseline_seed_offset: {offset} puts the question-only baseline's fit seeds "
                    f"{clash} on evaluation seeds (it would be fitted in sample); allowed: an offset beyond "
                    f"{max(cfg['seeds']) - min(cfg['seeds'])}")
+    from ltopd.bench.suites.instruct import GATE_SEED
+
+    if high := [s for s in cfg["seeds"] if s + offset >= GATE_SEED]:
+        out.append(f"seeds: {high} (+ baseline_seed_offset {offset}) reach the released twins' gate and "
+                   f"pretraining items; allowed: seeds + offset below {GATE_SEED}")
     from ltopd.selectors import SELECTORS
     from ltopd.train.methods import TRAINED
 
@@ -138,6 +143,8 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     for name, bb in cfg["backbones"].items():
         if not bb.get("twin") and not bb.get("checkpoint"):
             out.append(f"backbones.{name}: give either 'twin' (a tiny twin to pretrain) or 'checkpoint' (a local path)")
+        if bb.get("release") and not bb.get("twin"):
+            out.append(f"backbones.{name}.release: a released twin needs 'twin' (the twin it releases)")
     out += _world_problems(cfg["world"])
     out += _pretrain_problems(cfg)
     lt = cfg["lt14k"]
@@ -170,6 +177,7 @@ def _study_problems(cfg: dict[str, Any]) -> list[str]:
 
 def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
     from ltopd.data.world import TASKS
+    from ltopd.grid import BENCHMARKS
     from ltopd.models.twins import TWINS
     from ltopd.selectors import SELECTORS
 
@@ -182,14 +190,17 @@ def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
         return out + ([f"pretrain: required because backbones {twins} are tiny twins to pretrain"] if twins else [])
     pt = cfg["pretrain"]
     for i, stage in enumerate(pt["stages"]):
-        bad = [t for t in stage["tasks"] if t not in TASKS]
+        bad = [t for t in stage.get("tasks", []) if t not in TASKS]
+        unknown = [b for b in stage.get("bench", []) if b not in BENCHMARKS]
+        if unknown:
+            out.append(f"pretrain.stages.{i}.bench: {unknown} unknown; allowed values: {list(BENCHMARKS)}")
         if bad:
             out.append(f"pretrain.stages.{i}.tasks: {bad} unknown; allowed values: {sorted(TASKS)}")
         world = {**cfg["world"], **stage.get("world", {})}
         problems = _world_problems(world)
         out += [f"pretrain.stages.{i}.{p}" for p in problems]
         if not bad and not problems:
-            out += [f"pretrain.stages.{i}: {p}" for p in _unaskable(stage["tasks"], world)]
+            out += [f"pretrain.stages.{i}: {p}" for p in _unaskable(stage.get("tasks", []), world)]
     out += [f"pretrain.heldout.{p}" for p in _world_problems({**cfg["world"], **pt["heldout"].get("world", {})})]
     bad = [t for t in pt["heldout"]["tasks"] if t not in TASKS]
     if bad:

@@ -99,6 +99,8 @@ def paths(cfg: dict[str, Any]) -> dict[str, str]:
         "mlflow_parent": str(root / "logs" / "mlflow-parent.json"),
         "tokenizer": str(root / "models" / "tokenizer"),
         "twin": str(root / "models" / "{backbone}"),
+        # released twins are committed with the code: outside out_root
+        "release": str(Path(cfg.get("release_dir", "releases")) / "{backbone}"),
         "twin_metrics": str(root / "metrics" / "pretrain" / "{backbone}.json"),
         "bench": str(root / "data" / "bench" / "{benchmark}" / "seed{seed}"),
         "eval_dir": str(root / "results" / "eval" / "{backbone}" / "{method}" / "{budget}" / "{benchmark}" / "seed{seed}"),
@@ -242,8 +244,23 @@ def study_targets(cfg: dict[str, Any]) -> list[str]:
 
 
 def twins(cfg: dict[str, Any]) -> list[str]:
-    """Backbones the pipeline pretrains itself (tiny twins); the others are local checkpoints."""
-    return [name for name, bb in cfg["backbones"].items() if bb.get("twin")]
+    """Backbones the pipeline pretrains in its own run (tiny twins without a release); the
+    others load a released twin or a local checkpoint."""
+    return [name for name, bb in cfg["backbones"].items() if bb.get("twin") and not bb.get("release")]
+
+
+def released(cfg: dict[str, Any]) -> list[str]:
+    """Backbones loaded from a released twin folder (built by `snakemake release_twins`)."""
+    return [name for name, bb in cfg["backbones"].items() if bb.get("twin") and bb.get("release")]
+
+
+def model_path(cfg: dict[str, Any], backbone: str) -> str:
+    """Where `backbone`'s starting weights are: a local checkpoint, a released twin, or the twin
+    this run pretrains."""
+    bb = cfg["backbones"][backbone]
+    if bb.get("checkpoint"):
+        return bb["checkpoint"]
+    return paths(cfg)["release" if bb.get("release") else "twin"].format(backbone=backbone)
 
 
 def targets(cfg: dict[str, Any]) -> list[str]:
@@ -312,7 +329,7 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
         "deps": [config_file, "Snakefile", "workflow/rules/eval.smk", "workflow/rules/train.smk",
                  "workflow/rules/report.smk", "src/ltopd/bench", "src/ltopd/report", "src/ltopd/models",
                  "src/ltopd/selectors", "src/ltopd/train"] + (["src/ltopd/efficiency"] if cfg.get("efficiency") else [])
-        + [p["twin"].format(backbone=b) for b in tw if b in evaluated_backbones(cfg)]
+        + [model_path(cfg, b) for b in evaluated_backbones(cfg) if b in tw or b in released(cfg)]
         + ([cfg["efficiency"]["analytic_config"]] if cfg.get("efficiency") else []),  # Figure 1 right
         "params": [{config_file: ["evaluation", "grid", "seeds", "reduction", "world"]
                     + [k for k in ("training", "rl", "epic", "llava_mini", "studies", "efficiency") if k in cfg]}],
@@ -328,7 +345,7 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
             "cmd": f"{snake} -- {' '.join(table5_targets(cfg))}",
             "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk", "src/ltopd/efficiency",
                      "src/ltopd/models", "src/ltopd/selectors", eff["analytic_config"]]
-            + [p["twin"].format(backbone=b) for b in tw if b in measured],
+            + [model_path(cfg, b) for b in measured if b in tw or b in released(cfg)],
             "params": [{config_file: ["efficiency", "reduction", "grid"]}],
             "outs": [{str(root / "results" / "efficiency"): {"persist": True, "cache": False}}]
             + [{t: {"persist": True, "cache": False}} for t in table5_targets(cfg)],

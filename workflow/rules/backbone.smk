@@ -3,7 +3,7 @@
 
 
 # Profiles without twins (paper: real checkpoints only) have no pretrain section: no rules here.
-if grid.twins(config):
+if grid.twins(config) or grid.released(config):
 
     rule tokenizer:
         input:
@@ -42,3 +42,34 @@ if grid.twins(config):
             "ltopd pretrain-twin --spec {params.spec:q} --backbone {wildcards.backbone} "
             "--tokenizer {input.tokenizer} --threads {threads} --out {output.model} --metrics {output.metrics} "
             "--rule pretrain_twin > {log} 2>&1"
+
+
+# Released twins: `snakemake --cores all release_twins --forcerun release_twin` rebuilds every
+# backbone's `release` folder from the profile's pretrain section (resuming from
+# train_state/release/<backbone> when a build was interrupted). Nothing else depends on this
+# rule (consumers read the committed folder as `ancient`), so no other target ever rebuilds a release.
+if grid.released(config):
+
+    rule release_twin:
+        input:
+            tokenizer=PATHS["tokenizer"],
+        output:
+            model=directory(PATHS["release"]),
+        params:
+            spec=release_spec,
+            state=f"{OUT}/train_state/release/{{backbone}}",
+        wildcard_constraints:
+            backbone="|".join(grid.released(config)),
+        threads: 1
+        log:
+            f"{PATHS['logs']}/release_twin/{{backbone}}.log",
+        conda:
+            "../../envs/ltopd.yaml"
+        shell:
+            "ltopd release-twin --spec {params.spec:q} --backbone {wildcards.backbone} --tokenizer {input.tokenizer} "
+            "--state {params.state} --threads {threads} --out {output.model} --rule release_twin > {log} 2>&1"
+
+
+    rule release_twins:
+        input:
+            [PATHS["release"].format(backbone=b) for b in grid.released(config)],

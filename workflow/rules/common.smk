@@ -1,6 +1,7 @@
 # Shared helpers: profile validation with readable errors, paths from the grid, MLflow setup.
 import json
 import shlex
+import sys
 from pathlib import Path
 
 from ltopd import config as ltopd_config
@@ -11,6 +12,26 @@ from ltopd import grid, tracking
 ltopd_config.validate(config, source=str((workflow.configfiles or ["config"])[-1]))
 
 PATHS = grid.paths(config)
+
+
+def check_releases():
+    """Say, before any job, which released twins are missing (the run would rebuild them: hours)
+    or were built by other code, libraries or recipe than the current ones."""
+    from ltopd.models.release import REBUILD, ReleaseError, staleness
+
+    for name in grid.released(config):
+        folder = PATHS["release"].format(backbone=name)
+        try:
+            changes = staleness(folder, config, name)
+        except ReleaseError as e:
+            print(f"WARNING: {e} (a run that needs it builds it first: hours of pretraining)", file=sys.stderr)
+            continue
+        for change in changes:
+            print(f"WARNING: released twin {folder} ({name}): {change}. Its weights and gates are those "
+                  f"of the release; to rebuild: `{REBUILD} --forcerun release_twin`", file=sys.stderr)
+
+
+check_releases()
 OUT = config["out_root"]
 MLFLOW = tracking.Settings.from_config(config)
 MLFLOW.export()  # jobs read MLflow settings from the environment, not from params
@@ -32,6 +53,12 @@ def twin_spec(wildcards):
     return spec("pretrain", "reduction", "world", backbones=one)
 
 
+def release_spec(wildcards):
+    """A release build depends on its own backbone entry, the recipe and the gates' benchmarks."""
+    one = {wildcards.backbone: config["backbones"][wildcards.backbone]}
+    return spec("pretrain", "reduction", "world", "evaluation", backbones=one)
+
+
 def code(*packages):
     """Library sources a job depends on (Snakemake's code trigger sees only the shell command)."""
     return sorted(str(p) for pkg in packages for p in Path("src/ltopd", pkg).rglob("*.py"))
@@ -49,9 +76,11 @@ def bench_source(wildcards):
 
 
 def base_model(wildcards):
-    """A backbone's weights: the twin the pipeline pretrained, or a local checkpoint."""
-    bb = config["backbones"][wildcards.backbone]
-    return bb["checkpoint"] if bb.get("checkpoint") else PATHS["twin"].format(backbone=wildcards.backbone)
+    """A backbone's weights: a local checkpoint, a released twin, or the twin this run pretrains.
+    A release is `ancient`: committed files whose checkout time says nothing, and whose rule runs
+    only when asked (`release_twins`)."""
+    path = grid.model_path(config, wildcards.backbone)
+    return ancient(path) if config["backbones"][wildcards.backbone].get("release") else path
 
 
 def ablation_inputs(wildcards):

@@ -1,0 +1,140 @@
+"""Released twins at the smoke scale: the CLI builds a release folder with its manifest; the same
+recipe and seed twice give identical weights; a killed build resumes to the same weights; edited
+weights are an error; changed code or recipe is reported by name; the pipeline loads releases
+without pretraining them."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ltopd.cli import main
+from ltopd.models.loading import load_backbone
+from ltopd.models.release import MANIFEST, ReleaseError, code_hashes, staleness, verify_weights
+
+from conftest import ROOT
+
+
+def _profile(smoke_cfg: dict, tmp_path, name: str = "qwen35-tiny") -> dict:
+    cfg = copy.deepcopy(smoke_cfg)
+    cfg["out_root"] = str(tmp_path / "run")
+    cfg["mlflow"] = {"tracking_uri": f"sqlite:///{tmp_path}/mlruns.db", "experiment": "t",
+                     "artifact_root": str(tmp_path / "art")}
+    cfg["pretrain"]["stages"][1] = {"name": "main", "steps": 2, "lr": 0.002, "bench": ["vstar", "pope"],
+                                    "final_lr_ratio": 0.5}
+    cfg["pretrain"]["gates"] = {"n": 12, "fit_n": 12, "batch_size": 12}
+    cfg["pretrain"]["checkpoint_every"] = 1
+    cfg["release_dir"] = str(tmp_path / "releases")
+    cfg["backbones"] = {name: {**cfg["backbones"][name], "release": True}}
+    cfg["grid"]["backbones"] = [name]
+    cfg["evaluation"]["benchmarks"] = {"vstar": {"n": 8}, "pope": {"n": 12}}
+    cfg["grid"]["benchmarks"] = ["vstar", "pope"]
+    cfg.pop("studies", None)
+    cfg.pop("efficiency", None)
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def tokenizer_dir(tmp_path_factory, smoke_cfg_module):
+    out = tmp_path_factory.mktemp("tok") / "tokenizer"
+    path = out.parent / "p.yaml"
+    path.write_text(yaml.safe_dump(smoke_cfg_module))
+    assert main(["build-tokenizer", "--config", str(path), "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def smoke_cfg_module():
+    return yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+
+
+def _release(cfg: dict, tmp_path, tokenizer_dir, out, state, extra=()) -> int:
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return main(["release-twin", "--config", str(path), "--backbone", "qwen35-tiny", "--tokenizer",
+                 str(tokenizer_dir), "--state", str(state), "--out", str(out), *extra])
+
+
+def test_release_is_deterministic_complete_and_checked(smoke_cfg_module, tmp_path, tokenizer_dir, capsys):
+    cfg = _profile(smoke_cfg_module, tmp_path)
+    first, second = tmp_path / "a" / "qwen35-tiny", tmp_path / "b" / "qwen35-tiny"
+    assert _release(cfg, tmp_path, tokenizer_dir, first, tmp_path / "sa") == 0
+    assert _release(cfg, tmp_path, tokenizer_dir, second, tmp_path / "sb") == 0
+    printed = capsys.readouterr().out
+    assert "gates passed:" in printed and "vstar" in printed and "pope" in printed
+
+    one, two = verify_weights(first), verify_weights(second)
+    assert one["weights_sha256"] == two["weights_sha256"]  # same recipe and seed: identical weights
+    assert one["gates"] == two["gates"]
+    assert set(one["gates"]["benchmarks"]) == {"vstar", "pope"}
+    for g in one["gates"]["benchmarks"].values():
+        assert g["n"] == 12 and g["passed"] == (g["margin_se"] >= 3.0)
+    assert one["pretraining"]["steps"] == 4 and one["code_sha256"] == code_hashes()
+    assert one["recipe"]["pretrain"] == cfg["pretrain"] and "release" not in one["recipe"]["entry"]
+    assert {"torch", "transformers"} <= set(one["libraries"])
+    assert staleness(first, cfg, "qwen35-tiny") == []
+    assert (first / "tokenizer.json").is_file() and (first / "config.json").is_file()
+    assert not list(first.parent.glob(".*"))  # nothing staged left behind
+    load_backbone(first)
+
+    # a recipe change is named
+    changed = copy.deepcopy(cfg)
+    changed["pretrain"]["stages"][1]["steps"] = 3
+    assert staleness(first, changed, "qwen35-tiny") == ["recipe changed since the release: ['pretrain']"]
+    # a code change is named by file
+    manifest = json.loads((first / MANIFEST).read_text())
+    manifest["code_sha256"]["models/pretrain.py"] = "0" * 64
+    (first / MANIFEST).write_text(json.dumps(manifest))
+    assert staleness(first) == ["code changed since the release: models/pretrain.py"]
+    # edited weights are an error naming the file
+    weights = next(first.glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:-4] + b"\0\0\0\0")
+    with pytest.raises(ReleaseError, match=weights.name):
+        verify_weights(first)
+
+
+def test_a_killed_release_build_resumes_to_the_same_weights(smoke_cfg_module, tmp_path, tokenizer_dir):
+    from ltopd.models import twin_job
+    from ltopd.models.pretrain import pretrain
+    from ltopd.models.twins import twin_backbone
+    from transformers import AutoTokenizer
+
+    cfg = _profile(smoke_cfg_module, tmp_path)
+    whole = tmp_path / "whole" / "qwen35-tiny"
+    assert _release(cfg, tmp_path, tokenizer_dir, whole, tmp_path / "s_whole") == 0
+    # the first 3 of 4 updates, as a build killed after its third checkpoint leaves them
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    bb = twin_backbone("qwen35-tiny", tok, seed=cfg["pretrain"]["seed"])
+    pretrain(bb, twin_job.stage_sources(cfg["pretrain"], cfg["world"]), twin_job.pretrain_config(cfg["pretrain"]),
+             state_dir=tmp_path / "s_split", stop_after=3)
+    split = tmp_path / "split" / "qwen35-tiny"
+    assert _release(cfg, tmp_path, tokenizer_dir, split, tmp_path / "s_split") == 0
+    assert verify_weights(split)["weights_sha256"] == verify_weights(whole)["weights_sha256"]
+
+
+def test_pipeline_uses_releases_and_never_schedules_their_build(smoke_cfg_module, tmp_path, tokenizer_dir):
+    cfg = _profile(smoke_cfg_module, tmp_path)
+    release = tmp_path / "releases" / "qwen35-tiny"
+    assert _release(cfg, tmp_path, tokenizer_dir, release, tmp_path / "s") == 0
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    table2 = f"{cfg['out_root']}/results/table2.csv"
+    dry = subprocess.run([sys.executable, "-m", "snakemake", table2, "-n", "--cores", "1",
+                          "--configfile", str(path)], cwd=ROOT, capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert {"evaluate", "train", "table2"} <= _scheduled(dry.stdout + dry.stderr)
+    assert not {"release_twin", "pretrain_twin", "tokenizer"} & _scheduled(dry.stdout + dry.stderr)
+    build = subprocess.run([sys.executable, "-m", "snakemake", "release_twins", "-n", "--cores", "1",
+                            "--forcerun", "release_twin", "--configfile", str(path)], cwd=ROOT, capture_output=True, text=True)
+    assert build.returncode == 0 and {"release_twin", "tokenizer"} <= _scheduled(build.stdout + build.stderr)
+
+
+def _scheduled(log: str) -> set[str]:
+    """Rule names in the dry run's first "Job stats" table."""
+    table = log.split("Job stats:", 1)[1].split("total", 1)[0]
+    return {line.split()[0] for line in table.splitlines()[3:] if line.strip()}
