@@ -9,6 +9,7 @@ import copy
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -138,3 +139,39 @@ def _scheduled(log: str) -> set[str]:
     """Rule names in the dry run's first "Job stats" table."""
     table = log.split("Job stats:", 1)[1].split("total", 1)[0]
     return {line.split()[0] for line in table.splitlines()[3:] if line.strip()}
+
+
+def test_release_table_renders_the_manifest(smoke_cfg_module, tmp_path, tokenizer_dir):
+    from ltopd.report import releases
+
+    cfg = _profile(smoke_cfg_module, tmp_path)
+    assert _release(cfg, tmp_path, tokenizer_dir, tmp_path / "releases" / "qwen35-tiny", tmp_path / "s") == 0
+    found = releases.manifests(tmp_path / "releases")
+    table = releases.render(found, tmp_path / "releases", missing=["glm46v-tiny"])
+    gates = found["qwen35-tiny"]["gates"]["benchmarks"]
+    for bench, g in gates.items():
+        row = next(line for line in table.splitlines() if line.startswith(f"| {bench} |"))
+        assert f"| {g['question_only']:.1f} | {g['full']:.1f} |" in row
+        assert ("pass" if g["passed"] else "fail") in row
+    assert "4 updates of 4" in table and "glm46v-tiny**: not released yet" in table
+    text = f"intro\n{releases.BEGIN}\nold\n{releases.END}\noutro\n"
+    assert releases.update_block(text, table) == f"intro\n{releases.BEGIN}\n{table}{releases.END}\noutro\n"
+    with pytest.raises(ValueError, match="no .* block"):
+        releases.update_block("no markers", table)
+
+
+def test_readme_quotes_the_committed_releases():
+    """The README's release table is the one `ltopd release-report` renders from releases/."""
+    from ltopd import config as config_mod
+    from ltopd.grid import paths, released
+    from ltopd.report import releases
+
+    cfg = config_mod.load(ROOT / "config" / "default.yaml")
+    root = ROOT / Path(paths(cfg)["release"]).parent
+    found = releases.manifests(root)
+    table = releases.render(found, Path(paths(cfg)["release"]).parent, [b for b in released(cfg) if b not in found])
+    readme = (ROOT / "README.md").read_text()
+    assert f"{releases.BEGIN}\n{table}{releases.END}" in readme, (
+        "README's releases block is stale: run `ltopd release-report --config config/default.yaml --readme README.md`")
+    for name in found:
+        verify_weights(root / name)

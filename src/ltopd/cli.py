@@ -180,6 +180,29 @@ def _release_twin(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("release-report", "the released twins' cost and gates as markdown (docs/releases.md, README block)")
+def _release_report(args: argparse.Namespace) -> int:
+    from ltopd import config as config_mod
+    from ltopd.atomic import atomic_file
+    from ltopd.grid import paths, released
+    from ltopd.report import releases
+
+    cfg = config_mod.load(args.config)
+    root = Path(paths(cfg)["release"]).parent
+    found = releases.manifests(root)
+    table = releases.render(found, root, [b for b in released(cfg) if b not in found])
+    with atomic_file(args.out) as fh:
+        fh.write(f"# Released twins\n\nRendered by `ltopd release-report --config {args.config}` from the "
+                 f"manifests in `{root}/`.\n\n{table}")
+    if args.readme:
+        readme = Path(args.readme)
+        updated = releases.update_block(readme.read_text(), table)
+        with atomic_file(readme) as fh:
+            fh.write(updated)
+    print(table, end="")
+    return 0
+
+
 @command("build-bench", "build one benchmark's records (synthetic twin or real data) for evaluation")
 def _build_bench(args: argparse.Namespace) -> int:
     from ltopd.bench.store import build_records, save_records
@@ -387,6 +410,10 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     for name, (_, help) in COMMANDS.items():
         s = sub.add_parser(name, help=help)
+        if name == "release-report":
+            s.add_argument("--config", required=True, help="profile YAML (its release_dir and released backbones)")
+            s.add_argument("--out", default="docs/releases.md")
+            s.add_argument("--readme", help="also replace the README's releases block")
         if name in ("validate", "dvc-yaml"):
             s.add_argument("--config", required=True, help="profile YAML, e.g. config/default.yaml")
         if name == "dvc-yaml":

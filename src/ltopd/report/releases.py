@@ -1,0 +1,59 @@
+"""The released twins' table (README and docs/releases.md): what each twin cost to build and what
+its gates measured, rendered from the manifests alone so that no figure is typed in."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ltopd.models.release import MANIFEST, read_manifest
+
+BEGIN, END = "<!-- releases:begin (ltopd release-report) -->", "<!-- releases:end -->"
+
+
+def manifests(release_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """backbone folder name -> manifest, for every release under `release_dir`."""
+    root = Path(release_dir)
+    return {p.parent.name: read_manifest(p.parent) for p in sorted(root.glob(f"*/{MANIFEST}"))}
+
+
+def _size_mb(folder: Path) -> float:
+    return sum(f.stat().st_size for f in folder.iterdir() if f.is_file()) / 2**20
+
+
+def render(found: Mapping[str, Mapping[str, Any]], release_dir: str | Path, missing: Sequence[str] = ()) -> str:
+    """Markdown: one cost line per twin, then per benchmark question-only / full / reduced and
+    the gate verdict."""
+    root = Path(release_dir)
+    lines = []
+    for name, m in found.items():
+        cost, gates = m["pretraining"], m["gates"]
+        s = gates["settings"]
+        reduced = f"{s['selector']}_{s['ratio']:g}"
+        lines += [f"**{name}** (`{root / name}`, {_size_mb(root / name):.1f} MB): {cost['parameters']:,} parameters, "
+                  f"{cost['steps']:,} updates of {m['recipe']['pretrain']['batch_size']} in "
+                  f"{cost['wall_s'] / 60:.0f} min of pretraining on one CPU thread; "
+                  f"gates passed on {len(gates['passed'])} of {len(gates['benchmarks'])} benchmark twins "
+                  f"({s['n']} held-out items each).", "",
+                  f"| benchmark | question-only (out of sample) | full tokens | {s['selector']} {100 * s['ratio']:g}% "
+                  f"| retain % | full - QO (SE) | gate (>= 3 SE) |",
+                  "|---|---|---|---|---|---|---|"]
+        for bench, g in gates["benchmarks"].items():
+            retain = "n/a" if g["retain"] is None else f"{g['retain']:.1f}"
+            lines.append(f"| {bench} | {g['question_only']:.1f} | {g['full']:.1f} | {g[reduced]:.1f} | {retain} | "
+                         f"{g['diff']:+.1f} ({g['se']:.1f}) | {'pass' if g['passed'] else 'fail'} "
+                         f"({g['margin_se']:+.1f} SE) |")
+        lines.append("")
+    for name in missing:
+        lines += [f"**{name}**: not released yet (`{root / name}` missing); a run that needs it builds it first.", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def update_block(text: str, table: str) -> str:
+    """`text` with the block between BEGIN and END replaced by `table`."""
+    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"no {BEGIN} ... {END} block to update")
+    return pattern.sub(lambda _: f"{BEGIN}\n{table}{END}", text)
