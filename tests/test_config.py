@@ -105,3 +105,21 @@ def test_grid_expansion_rules():
                                                   ("dapo", 0.05), ("ltopd", 0.05)]}
     assert all("grpo" not in f for f in table2_inputs(cfg))  # Table 2 reads the grid's evaluations only
     assert METHODS["ltopd"] == "trained" and METHODS["divprune"] == "selector"
+
+
+def test_seeded_methods_and_student_full_tokens_shape_the_grid(smoke_cfg):
+    cfg = copy.deepcopy(smoke_cfg)
+    cfg["seeds"] = [0, 1, 2]
+    cfg["grid"].update(seeded_methods=["full", "cdpruner", "ltopd"], student_full_tokens=True)
+    cfg.pop("studies")
+    jobs = {(j.method, j.budget, j.seed) for j in eval_jobs(config.validate(cfg, source="t"))
+            if j.benchmark == "vstar"}
+    assert {s for m, b, s in jobs if m == "ltopd"} == {0, 1, 2}
+    assert {s for m, b, s in jobs if m == "ltopd_trust_region"} == {0}  # not seeded: first seed, labelled 1 seed
+    assert {b for m, b, s in jobs if m == "ltopd"} == {0.05, 1.0}  # the student's full-token score too
+    assert {b for m, b, s in jobs if m == "cdpruner"} == {0.05}
+    bad = copy.deepcopy(cfg)
+    bad["grid"]["seeded_methods"] = ["cdpruner", "sft"]
+    with pytest.raises(config.ConfigError) as e:
+        config.validate(bad, source="t")
+    assert "['sft'] are not in grid.methods" in str(e.value) and "must include 'full'" in str(e.value)

@@ -83,6 +83,13 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     for m in grid["methods"]:
         if m not in METHODS:
             out.append(f"grid.methods: {m!r} is not a known method; allowed values: {sorted(METHODS)}")
+    seeded = grid.get("seeded_methods")
+    if seeded is not None:
+        if stray := [m for m in seeded if m not in grid["methods"]]:
+            out.append(f"grid.seeded_methods: {stray} are not in grid.methods; allowed values: {grid['methods']}")
+        if seeded and "full" not in seeded and "full" in grid["methods"]:
+            out.append("grid.seeded_methods: must include 'full' (each seed's retain ratio divides by that seed's "
+                       "full-token score)")
     for b in grid["benchmarks"]:
         if b not in BENCHMARKS:
             out.append(f"grid.benchmarks: {b!r} is not a known benchmark; allowed values: {list(BENCHMARKS)}")

@@ -65,11 +65,19 @@ def grid_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
     """The evaluations of the `grid` section alone (Table 2's)."""
     g = cfg["grid"]
     lowest = min(g["budgets"])
-    for bb, m, bench, seed in itertools.product(g["backbones"], g["methods"], g["benchmarks"], cfg["seeds"]):
+    trained = [lowest, 1.0] if g.get("student_full_tokens") else [lowest]
+    for bb, m, bench in itertools.product(g["backbones"], g["methods"], g["benchmarks"]):
         family = METHODS[m]
-        budgets = [1.0] if family == "reference" else [lowest] if family == "trained" else g["budgets"]
-        for b in budgets:
+        budgets = [1.0] if family == "reference" else trained if family == "trained" else g["budgets"]
+        for seed, b in itertools.product(method_seeds(cfg, m), budgets):
             yield EvalJob(bb, m, float(b), bench, seed)
+
+
+def method_seeds(cfg: dict[str, Any], method: str) -> list[int]:
+    """The seeds `method` runs at (trained and evaluated): every profile seed for the methods in
+    `grid.seeded_methods` (all methods when the key is absent), else the first seed only."""
+    seeded = cfg["grid"].get("seeded_methods")
+    return list(cfg["seeds"]) if seeded is None or method in seeded else list(cfg["seeds"][:1])
 
 
 def eval_setting(method: str, budget: float) -> tuple[float, str]:
@@ -214,9 +222,10 @@ def study_benchmarks(cfg: dict[str, Any], study: str) -> list[str]:
 def study_jobs(cfg: dict[str, Any], study: str) -> Iterator[EvalJob]:
     """Full tokens once (budget 1), every other method at the grid's smallest budget."""
     lowest = float(min(cfg["grid"]["budgets"]))
-    for bb, m, bench, seed in itertools.product(study_backbones(cfg, study), STUDIES[study].methods,
-                                                study_benchmarks(cfg, study), cfg["seeds"]):
-        yield EvalJob(bb, m, 1.0 if METHODS[m] == "reference" else lowest, bench, seed)
+    for bb, m, bench in itertools.product(study_backbones(cfg, study), STUDIES[study].methods,
+                                          study_benchmarks(cfg, study)):
+        for seed in method_seeds(cfg, m):
+            yield EvalJob(bb, m, 1.0 if METHODS[m] == "reference" else lowest, bench, seed)
 
 
 def study_inputs(cfg: dict[str, Any], study: str) -> list[str]:
