@@ -77,3 +77,31 @@ def test_flatten_and_digest(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "manifest.json").write_text('{"content_sha256": "h"}')
     assert tracking.path_digest(tmp_path / "d") == "h"
+
+
+def test_run_names_put_what_differs_first():
+    from ltopd.tracking import run_name
+
+    assert run_name("evaluate", {"backbone": "qwen35-tiny", "method": "ltopd", "budget": "0.05",
+                                 "benchmark": "gqa", "seed": "0"}) == "ltopd@5% gqa s0 qwen35-tiny (evaluate)"
+    assert run_name("evaluate", {"backbone": "b", "method": "full", "budget": "1", "benchmark": "pope",
+                                 "seed": "2"}) == "full pope s2 b (evaluate)"
+    assert run_name("train", {"backbone": "b", "method": "sft", "seed": "1"}) == "sft s1 b (train)"
+    assert run_name("build-bench", {"benchmark": "mme", "seed": "1000"}) == "mme s1000 (build-bench)"
+    assert run_name("table2", {}) == "table2"
+
+
+def test_job_identity_is_logged_as_params(tmp_path):
+    import mlflow
+
+    from ltopd.tracking import Settings, job_run
+
+    s = Settings(tracking_uri=f"sqlite:///{tmp_path}/m.db", experiment="e", artifact_root=str(tmp_path / "a"),
+                 profile="p", parent_file=str(tmp_path / "parent.json"))
+    with job_run(s, "evaluate", {"method": "ltopd", "budget": "0.05", "benchmark": "gqa"}, {"evaluation": {"n": 3}}):
+        pass
+    run = mlflow.MlflowClient(s.tracking_uri).search_runs(
+        [mlflow.MlflowClient(s.tracking_uri).get_experiment_by_name("e").experiment_id])[0]
+    assert run.info.run_name == "ltopd@5% gqa (evaluate)"
+    assert run.data.params["method"] == "ltopd" and run.data.params["budget"] == "0.05"
+    assert run.data.params["evaluation.n"] == "3"

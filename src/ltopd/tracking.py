@@ -186,6 +186,28 @@ class JobRun:
                 _retry(lambda: self.client.log_batch(self.run_id, metrics=buf[i:i + 1000]))
 
 
+# Run-name order: what tells two runs of one rule apart comes first (the UI truncates names).
+NAME_ORDER = ("method", "budget", "benchmark", "table", "seed", "backbone")
+
+
+def run_name(rule: str, wildcards: dict[str, str]) -> str:
+    """"ltopd@5% gqa s0 qwen35-tiny (evaluate)": method and budget, benchmark, seed, backbone,
+    any other wildcard, then the rule; "full" for budget 1."""
+    parts, rest = [], dict(wildcards)
+    method, budget = rest.pop("method", None), rest.pop("budget", None)
+    if method is not None:
+        tag = "" if budget is None or float(budget) >= 1 else f"@{100 * float(budget):g}%"
+        parts.append(f"{method}{tag}" if method != "full" or not tag else tag)
+    elif budget is not None:
+        parts.append(f"@{100 * float(budget):g}%")
+    for key in NAME_ORDER[2:]:
+        if key in rest:
+            value = rest.pop(key)
+            parts.append(f"s{value}" if key == "seed" else str(value))
+    parts += [str(v) for v in rest.values()]
+    return " ".join(parts + [f"({rule})"]) if parts else rule
+
+
 @contextlib.contextmanager
 def job_run(s: Settings, rule: str, wildcards: dict[str, str], params: dict[str, Any],
             inputs: dict[str, str] | None = None) -> Iterator[JobRun]:
@@ -202,10 +224,11 @@ def job_run(s: Settings, rule: str, wildcards: dict[str, str], params: dict[str,
     for name, p in (inputs or {}).items():
         if Path(p).exists():
             tags[f"input.{name}.sha256"] = path_digest(p)
-    name = rule + "".join(f"-{v}" for v in wildcards.values())
-    run = _retry(lambda: client.create_run(exp_id, run_name=name, tags=tags))
+    run = _retry(lambda: client.create_run(exp_id, run_name=run_name(rule, wildcards), tags=tags))
     handle = JobRun(client, run.info.run_id)
-    flat = [Param(k, v[:6000]) for k, v in flatten(params).items()]
+    # the job's identity as params too, so the UI can filter, group and compare by them
+    flat = [Param(k, str(v)) for k, v in wildcards.items()]
+    flat += [Param(k, v[:6000]) for k, v in flatten(params).items() if k not in wildcards]
     for i in range(0, len(flat), 100):  # MLflow caps params per batch at 100
         _retry(lambda: client.log_batch(run.info.run_id, params=flat[i:i + 100]))
     status = "FAILED"
