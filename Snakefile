@@ -1,13 +1,28 @@
 # LT-OPD pipeline entry point: config + includes. Rules live in workflow/rules/*.smk.
 # Profiles: config/default.yaml (used when no --configfile is given), config/smoke.yaml, config/paper.yaml.
-from snakemake.utils import min_version, validate
+import sys
+
+from snakemake.utils import min_version
+
+from ltopd import config as ltopd_config
 
 min_version("9.0")
 
-if not config:  # `--configfile config/<profile>.yaml` replaces the default instead of merging into it
-    configfile: "config/default.yaml"
+# `--configfile config/<profile>.yaml` replaces the default profile (no merging of two profiles);
+# without one, the default is loaded and `--config key=value` overrides merge into it.
+# `--config` values nested in lists or mappings arrive from Snakemake as strings; they are read
+# back with YAML's types, as the same values in a profile file would be.
+PROFILE = str((workflow.configfiles or ["config/default.yaml"])[-1])
+_overrides = ltopd_config.yaml_typed(dict(workflow.config_settings.config))
+config.clear()
+config.update(ltopd_config.merged(ltopd_config.read(PROFILE), _overrides))
 
-validate(config, "workflow/schemas/config.schema.yaml")
+# One error path for every entry point (snakemake, dvc repro, ltopd validate): the file, the
+# dotted key, the value and the allowed values, before any job starts.
+try:
+    ltopd_config.validate(config, source=PROFILE)
+except ltopd_config.ConfigError as e:
+    sys.exit(f"error: {e}")
 
 
 include: "workflow/rules/common.smk"

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,40 @@ def test_seeded_methods_and_student_full_tokens_shape_the_grid(smoke_cfg):
     with pytest.raises(config.ConfigError) as e:
         config.validate(bad, source="t")
     assert "['sft'] are not in grid.methods" in str(e.value) and "must include 'full'" in str(e.value)
+
+
+def test_yaml_typed_reads_nested_strings_as_yaml_scalars():
+    assert config.yaml_typed({"seeds": ["0", "1"], "grid": {"budgets": ["0.05"], "methods": ["full"]},
+                              "flag": "true", "name": "cdpruner", "none": "null", "empty": ""}) == {
+        "seeds": [0, 1], "grid": {"budgets": [0.05], "methods": ["full"]}, "flag": True, "name": "cdpruner",
+        "none": None, "empty": ""}
+    assert config.merged({"a": {"b": 1, "c": 2}, "d": [1]}, {"a": {"b": 3}, "d": [2]}) == {"a": {"b": 3, "c": 2}, "d": [2]}
+
+
+def _snakemake_dry(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", *args], cwd=ROOT,
+                          capture_output=True, text=True)
+
+
+def test_snakemake_config_overrides_keep_their_types_on_every_profile(tmp_path):
+    for profile in ("default", "smoke"):
+        extra = [] if profile == "default" else ["--configfile", f"config/{profile}.yaml"]
+        proc = _snakemake_dry(*extra, "--config", "seeds=[0,1]", "grid={budgets: [0.05], methods: [full, cdpruner]}",
+                              "--", f"{'runs/smoke/' if profile == 'smoke' else ''}results/table2.csv")
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        out = proc.stdout + proc.stderr
+        assert "seed1/metrics.json" in out and "/cdpruner/0.05/" in out and "/divprune/" not in out
+
+
+def test_snakemake_names_file_key_value_and_allowed_values_of_a_bad_profile(smoke_cfg, tmp_path):
+    bad = dict(smoke_cfg, seedz=[0])
+    bad["grid"] = dict(bad["grid"], budgets=[0.05, 1.5])
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    proc = _snakemake_dry("--configfile", str(path))
+    assert proc.returncode != 0
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    assert len(lines) <= 6, lines
+    text = "\n".join(lines)
+    assert str(path) in text and "seedz" in text and "allowed keys" in text and "grid.budgets.1" in text
+    assert "Failed validating" not in text and "Traceback" not in text

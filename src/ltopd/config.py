@@ -252,8 +252,8 @@ def _world_problems(world: dict[str, Any]) -> list[str]:
     return []
 
 
-def load(path: str | Path) -> dict[str, Any]:
-    """Read a profile YAML and validate it; errors name the file."""
+def read(path: str | Path) -> dict[str, Any]:
+    """A profile YAML as a dict (not yet validated); errors name the file."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
@@ -261,4 +261,40 @@ def load(path: str | Path) -> dict[str, Any]:
         cfg = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {e}") from e
-    return validate(cfg, source=str(path))
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{path}: a profile is a YAML mapping, got {type(cfg).__name__}")
+    return cfg
+
+
+def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `overrides` merged in, mappings key by key (`--config grid={...}` changes only
+    the keys it names), any other value replaced."""
+    out = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def yaml_typed(value: Any) -> Any:
+    """`value` with every string leaf read as a YAML scalar would be ('0.05' -> 0.05, 'true' ->
+    True, 'cdpruner' stays a string): Snakemake parses nested `--config` values with YAML's base
+    loader, which leaves every scalar a string."""
+    if isinstance(value, dict):
+        return {k: yaml_typed(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [yaml_typed(v) for v in value]
+    if isinstance(value, str):
+        try:
+            typed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        return typed if isinstance(typed, (bool, int, float)) or typed is None and value.strip() in ("null", "~") else value
+    return value
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """Read a profile YAML and validate it; errors name the file."""
+    return validate(read(path), source=str(path))

@@ -7,9 +7,6 @@ from pathlib import Path
 from ltopd import config as ltopd_config
 from ltopd import grid, tracking
 
-# The schema check above gives jsonschema's wording; this one names file, key and allowed values
-# and applies the cross-field rules (grid names exist, quotas fill the batches).
-ltopd_config.validate(config, source=str((workflow.configfiles or ["config"])[-1]))
 
 PATHS = grid.paths(config)
 
