@@ -388,3 +388,14 @@ def test_fit_seeds_of_the_question_only_baseline() -> None:
         config.validate(shifted)
     with pytest.raises(config.ConfigError, match="baseline_seed_offset"):
         config.validate(dict(cfg, evaluation={**cfg["evaluation"], "baseline_seed_offset": 0}))
+
+
+def test_spread_labels_keep_a_gap_and_stay_near_their_points():
+    ys = [60.4, 59.0, 68.6, 70.4, 82.3, 81.5]
+    out = figures.spread_labels(ys, gap=2.0)
+    ordered = sorted(out)
+    assert all(b - a >= 2.0 - 1e-9 for a, b in zip(ordered, ordered[1:]))
+    assert [ys.index(y) for y in sorted(ys)] == [out.index(y) for y in ordered]  # order kept
+    assert all(abs(a - b) <= 2.0 for a, b in zip(out, ys))
+    assert figures.spread_labels([10.0, 20.0], gap=2.0) == [10.0, 20.0]  # far apart: untouched
+    assert figures.spread_labels([5.0, 5.0], gap=2.0) == [4.0, 6.0]      # a tie: centred on the point

@@ -10,7 +10,27 @@ from typing import Any
 from ltopd.atomic import atomic_file
 
 
+def spread_labels(ys: list[float], gap: float) -> list[float]:
+    """Label heights for points at heights `ys`: each as close to its point as possible, no two
+    closer than `gap` (a greedy sweep upwards, then the whole run centred on the points)."""
+    order = sorted(range(len(ys)), key=lambda i: ys[i])
+    placed: list[float] = []
+    for i in order:
+        placed.append(ys[i] if not placed else max(ys[i], placed[-1] + gap))
+    shift = (sum(ys[i] for i in order) - sum(placed)) / len(placed) if placed else 0.0
+    out = [0.0] * len(ys)
+    for i, y in zip(order, placed):
+        out[i] = y + shift
+    for k in range(1, len(order)):  # centring must not bring two labels closer than gap
+        out[order[k]] = max(out[order[k]], out[order[k - 1]] + gap)
+    return out
+
+
 def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) -> None:
+    """Left panel, ours: one line per selector, one marker per trained method, dodged sideways at
+    a shared budget so none hides another; error bars the 95% bootstrap CI where the table has
+    one (else the sd over seeds). Right panel, the paper's reported points on the same y axis,
+    one column per budget, labels spread so they never overprint."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -19,30 +39,56 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
     from ltopd.grid import METHODS
     from ltopd.report.table2 import LABELS
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
+    fig, (ax, side) = plt.subplots(1, 2, figsize=(9.0, 5.0), dpi=120, sharey=True,
+                                   gridspec_kw={"width_ratios": [3, 2]})
     colours: dict[str, Any] = {}
-    ours = [r for r in rows if r["source"] == "ours" and r["method"] != "full"]
-    for method in dict.fromkeys(r["method"] for r in ours):
-        pts = sorted((r["budget"], r["avg_retain"]) for r in ours if r["method"] == method)
-        pts = [(b, s) for b, s in pts if not math.isnan(s.mean)]
-        if not pts:
+    ours = [r for r in rows if r["source"] == "ours" and r["method"] != "full" and r["budget"] < 1]
+    methods = list(dict.fromkeys(r["method"] for r in ours))
+    markers = "osD^vP*Xh<>p"
+    for j, method in enumerate(methods):
+        mine = sorted((r for r in ours if r["method"] == method), key=lambda r: r["budget"])
+        mine = [r for r in mine if not math.isnan(r["avg_retain"].mean)]
+        if not mine:
             continue
-        style = "-o" if METHODS.get(method) == "selector" else "s"
-        line = ax.errorbar([100 * b for b, _ in pts], [s.mean for _, s in pts], yerr=[s.sd for _, s in pts],
-                           fmt=style, capsize=3, label=f"{LABELS.get(method, method)} (ours)")
+        dodge = 1.6 * (j - (len(methods) - 1) / 2) / max(len(methods), 1)
+        xs = [100 * r["budget"] + dodge for r in mine]
+        ys = [r["avg_retain"].mean for r in mine]
+        lo, hi = [], []
+        for r, y in zip(mine, ys):
+            ci = r.get("avg_retain_ci")
+            spread = (y - ci.lo, ci.hi - y) if ci is not None else (r["avg_retain"].sd, r["avg_retain"].sd)
+            lo.append(max(spread[0], 0.0))
+            hi.append(max(spread[1], 0.0))
+        style = "-" if METHODS.get(method) == "selector" else "none"
+        line = ax.errorbar(xs, ys, yerr=[lo, hi], marker=markers[j % len(markers)], linestyle=style, capsize=2,
+                           ms=4, lw=1, label=LABELS.get(method, method))
         colours[method] = line[0].get_color()
-    for r in rows:
-        if r["source"] == "paper" and r["avg_retain"] is not None:
-            ax.plot(100 * r["budget"], r["avg_retain"].mean, marker="x", ms=8, linestyle="none",
-                    color=colours.get(r["method"], "grey"))
-            ax.annotate(f"paper {LABELS.get(r['method'], r['method'])}", (100 * r["budget"], r["avg_retain"].mean),
-                        fontsize=6, xytext=(4, 2), textcoords="offset points", color=colours.get(r["method"], "grey"))
     ax.axhline(100, color="black", lw=0.8, ls=":")
     ax.set_xlabel("visual-token budget (%)")
     ax.set_ylabel("average retain ratio (%)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("ours (markers dodged sideways; bars: 95% CI)", fontsize=8)
     ax.grid(alpha=0.3)
+    if methods:
+        ax.legend(fontsize=6, loc="best")
+    paper = [r for r in rows if r["source"] == "paper" and r["avg_retain"] is not None]
+    columns = sorted({r["budget"] for r in paper})
+    span = [y for r in paper for y in [r["avg_retain"].mean]]
+    gap = 0.045 * ((max(span) - min(span)) if len(span) > 1 else 10) + 0.8
+    for c, budget in enumerate(columns):
+        at = [r for r in paper if r["budget"] == budget]
+        ys = [r["avg_retain"].mean for r in at]
+        for r, y, ly in zip(at, ys, spread_labels(ys, gap)):
+            colour = colours.get(r["method"], "grey")
+            side.plot(c, y, marker="x", ms=7, linestyle="none", color=colour)
+            side.annotate(f"{LABELS.get(r['method'], r['method'])} {y:.1f}", (c, y), xytext=(c + 0.12, ly),
+                          textcoords="data", fontsize=6, color=colour, va="center",
+                          arrowprops={"arrowstyle": "-", "lw": 0.4, "color": colour})
+    side.set_xticks(range(len(columns)), [f"{100 * b:g}%" for b in columns])
+    side.set_xlim(-0.3, len(columns) - 0.1 + 0.6 * len(columns))
+    side.axhline(100, color="black", lw=0.8, ls=":")
+    side.set_title("paper (Qwen3.5-4B, reported)", fontsize=8)
+    side.grid(axis="y", alpha=0.3)
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     with atomic_file(out, "wb") as fh:
         fig.savefig(fh, format="png")
@@ -66,7 +112,7 @@ def _save(fig: Any, out: str | Path) -> None:
 def recovery_bars(rows: list[dict[str, Any]], out: str | Path, title: str, notes: list[str] = ()) -> None:
     """Figure 4: grouped bars of recovery (benchmarks on x, one bar per method), one panel per
     backbone; error bars (sample sd) where a cell averages more than one seed. An undefined cell
-    (no gap to recover) has no bar, only a hatched outline marked 'n/a'."""
+    (no gap to recover) has no bar, only an x on the axis marked 'undefined'."""
     plt = _pyplot()
     from matplotlib.patches import Patch
 
@@ -88,9 +134,10 @@ def recovery_bars(rows: list[dict[str, Any]], out: str | Path, title: str, notes
                 r = cell.get(b)
                 if r is None:
                     continue
-                if math.isnan(r["recovery"]):
-                    ax.bar(x, 10, width, fill=False, hatch="//", edgecolor=colour, linewidth=0.6)
-                    ax.text(x, 11, "n/a", ha="center", va="bottom", fontsize=6, rotation=90)
+                if math.isnan(r["recovery"]):  # no gap to recover: no bar, a mark on the axis
+                    ax.plot(x, 0, marker="x", ms=5, color=colour, linestyle="none")
+                    ax.text(x, 2, "undefined", ha="center", va="bottom", fontsize=5.5, rotation=90,
+                            color=colour)
                 else:
                     err = r["recovery_sd"] if r["seeds"] > 1 else None
                     ax.bar(x, r["recovery"], width, yerr=err, capsize=2, color=colour)
