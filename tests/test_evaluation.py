@@ -61,7 +61,14 @@ def test_synthetic_entry_depends_on_the_seed() -> None:
     ("fastv", 0.2, (0.2, "fastv")), ("ltopd", 0.05, (0.05, "cdpruner")), ("sft", 0.05, (0.05, "cdpruner")),
 ])
 def test_eval_setting(method, budget, expected) -> None:
-    assert eval_setting(method, budget) == expected
+    assert eval_setting(method, budget, "cdpruner") == expected
+
+
+def test_a_trained_student_is_evaluated_with_its_training_selector() -> None:
+    assert eval_setting("ltopd", 0.05, "divprune") == (0.05, "divprune")
+    assert eval_setting("divprune", 0.05, "cdpruner") == (0.05, "divprune")  # a selector is itself
+    with pytest.raises(ValueError, match="training.selector"):
+        eval_setting("sft", 0.05)
 
 
 def test_eval_setting_rejects_unknown_method_and_bad_budget() -> None:

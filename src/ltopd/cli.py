@@ -233,8 +233,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     from ltopd.tracking import job_run
 
     torch.set_num_threads(args.threads)
-    spec, settings = _job_inputs(args, ("evaluation", "reduction"))
-    ratio, selector = eval_setting(args.method, args.budget)
+    spec, settings = _job_inputs(args, ("evaluation", "reduction"), optional=("training",))
+    ratio, selector = eval_setting(args.method, args.budget, spec["training"].get("selector"))
     key = {"backbone": args.backbone, "method": args.method, "budget": args.budget,
            "benchmark": args.benchmark, "seed": args.seed}
     with job_run(settings, args.rule, {k: str(v) for k, v in key.items()}, spec,

@@ -80,10 +80,11 @@ def method_seeds(cfg: dict[str, Any], method: str) -> list[int]:
     return list(cfg["seeds"]) if seeded is None or method in seeded else list(cfg["seeds"][:1])
 
 
-def eval_setting(method: str, budget: float) -> tuple[float, str]:
+def eval_setting(method: str, budget: float, train_selector: str | None = None) -> tuple[float, str]:
     """(keep ratio, selector) an evaluation of ``method`` at ``budget`` runs with: the reference
     keeps every token; a selector keeps ``budget`` of them itself; a trained student is evaluated
-    with the selector it was trained with (CDPruner, as in the paper)."""
+    with the selector it was trained with (the profile's ``training.selector``: CDPruner in the
+    paper), which its caller must pass."""
     family = METHODS.get(method)
     if family is None:
         raise ValueError(f"unknown method {method!r}; known: {sorted(METHODS)}")
@@ -91,10 +92,16 @@ def eval_setting(method: str, budget: float) -> tuple[float, str]:
         raise ValueError(f"budget must be in (0, 1], got {budget!r}")
     if family == "reference":
         return 1.0, "cdpruner"  # selector unused at ratio 1
-    return float(budget), method if family == "selector" else TRAIN_SELECTOR
+    if family == "selector":
+        return float(budget), method
+    if train_selector is None:
+        raise ValueError(f"{method} is a trained method: give the selector it was trained with (training.selector)")
+    return float(budget), train_selector
 
 
-TRAIN_SELECTOR = "cdpruner"
+def train_selector(cfg: dict[str, Any]) -> str | None:
+    """The selector trained students use (and are evaluated with): ``training.selector``."""
+    return (cfg.get("training") or {}).get("selector")
 
 
 def paths(cfg: dict[str, Any]) -> dict[str, str]:

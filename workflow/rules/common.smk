@@ -56,6 +56,15 @@ def release_spec(wildcards):
     return spec("pretrain", "reduction", "world", "evaluation", backbones=one)
 
 
+def eval_spec(wildcards):
+    """An evaluation depends on the floor and batch size; a trained student's also on the selector
+    it was trained with (changing training.selector reruns exactly those evaluations)."""
+    extra = {}
+    if grid.METHODS[wildcards.method] == "trained":
+        extra["training"] = {"selector": grid.train_selector(config)}
+    return spec("reduction", evaluation={"batch_size": config["evaluation"]["batch_size"]}, **extra)
+
+
 def code(*packages):
     """Library sources a job depends on (Snakemake's code trigger sees only the shell command)."""
     return sorted(str(p) for pkg in packages for p in Path("src/ltopd", pkg).rglob("*.py"))

@@ -15,7 +15,8 @@ rule efficiency:
     output:
         PATHS["efficiency"],
     params:
-        spec=spec("reduction", efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"}),
+        spec=spec("reduction", efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"},
+                  training={"selector": grid.train_selector(config) or "cdpruner"}),
         budget=min(config["grid"]["budgets"]),
         seed=config["seeds"][0],
         torch_threads=EFFICIENCY["torch_threads"],

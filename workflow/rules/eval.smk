@@ -30,7 +30,7 @@ rule evaluate:
         metrics=PATHS["eval_metrics"],
         predictions=PATHS["eval_predictions"],
     params:
-        spec=spec("reduction", evaluation={"batch_size": config["evaluation"]["batch_size"]}),
+        spec=eval_spec,
         out_dir=lambda wc, output: str(Path(output.metrics).parent),
     wildcard_constraints:
         seed=r"\d+",

@@ -30,15 +30,15 @@ def settings(spec: dict[str, Any]) -> dict[str, Any]:
     return {**DEFAULTS, **(spec.get("efficiency") or {})}
 
 
-def methods(names: list[str], budget: float) -> list[Any]:
+def methods(names: list[str], budget: float, train_selector: str = "cdpruner") -> list[Any]:
     """Table rows: `full` keeps everything; a selector name keeps `budget` with that selector;
-    `ltopd` (or any trained method) is the student's inference = CDPruner at `budget`."""
+    `ltopd` (or any trained method) is the student's inference: its training selector at `budget`."""
     from ltopd.efficiency.latency import Method
     from ltopd.grid import eval_setting
 
     out = []
     for name in names:
-        ratio, selector = eval_setting(name, 1.0 if name == "full" else budget)
+        ratio, selector = eval_setting(name, 1.0 if name == "full" else budget, train_selector)
         out.append(Method(name, ratio, selector))
     return out
 
@@ -74,7 +74,7 @@ def _inputs(args: argparse.Namespace, sections: tuple[str, ...]):
     """(spec, MLflow settings) as for every ltopd job; a missing `efficiency` section means DEFAULTS."""
     from ltopd.cli import _job_inputs
 
-    return _job_inputs(args, sections, optional=("efficiency",))
+    return _job_inputs(args, sections, optional=("efficiency", "training"))
 
 
 def measure(args: argparse.Namespace) -> int:
@@ -93,7 +93,7 @@ def measure(args: argparse.Namespace) -> int:
     eff = settings(spec)
     protocol = Protocol.from_config(eff)
     floor = int(spec["reduction"]["floor"])
-    rows = methods(list(eff["methods"]), args.budget)
+    rows = methods(list(eff["methods"]), args.budget, spec["training"].get("selector", "cdpruner"))
     key = {"backbone": args.backbone}
     with job_run(tracking, args.rule, key, spec, inputs={"model": args.model, "records": args.records}) as run:
         backbone = load_backbone(args.model)
