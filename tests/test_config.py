@@ -48,7 +48,7 @@ def _broken(tmp_path, mutate) -> Path:
     (lambda c: c["lt14k"]["sources"]["llava"].update(kind="jsonl"), ["lt14k.sources.llava.path", "required"]),
     (lambda c: c["grid"]["backbones"].append("qwen-huge"), ["grid.backbones", "qwen-huge", "defined backbones"]),
     (lambda c: c["pretrain"]["stages"][0]["tasks"].append("count"), ["pretrain.stages.0", "'count' cannot be posed"]),
-    (lambda c: c["pretrain"]["stages"][1]["bench"].append("vqav2"), ["pretrain.stages.1.bench", "['vqav2'] unknown", "allowed values"]),
+    (lambda c: c["pretrain"]["stages"][1].update(bench=["vqav2"]), ["pretrain.stages.1.bench", "['vqav2'] unknown", "allowed values"]),
     (lambda c: c.update(seeds=[2**38]), ["seeds", "gate and pretraining items", "below"]),
     (lambda c: c["backbones"]["qwen35-tiny"].update(release="yes"), ["backbones.qwen35-tiny.release"]),
     (lambda c: c["pretrain"]["stages"][0]["tasks"].append("colour"), ["pretrain.stages.0.tasks", "['colour'] unknown", "allowed values"]),
