@@ -36,7 +36,7 @@ def render(found: Mapping[str, Mapping[str, Any]], release_dir: str | Path, miss
                   f"{cost['steps']:,} updates of {m['recipe']['pretrain']['batch_size']} in "
                   f"{cost['wall_s'] / 60:.0f} min of pretraining on one CPU thread; "
                   f"gates passed on {len(gates['passed'])} of {len(gates['benchmarks'])} benchmark twins "
-                  f"({s['n']} held-out items each).", "",
+                  f"({s['n']} held-out items each).", ""] + _probe_line(m) + [
                   f"| benchmark | question-only (out of sample) | full tokens | {s['selector']} {100 * s['ratio']:g}% "
                   f"| retain % | full - QO (SE) | gate (>= 3 SE) |",
                   "|---|---|---|---|---|---|---|"]
@@ -49,6 +49,17 @@ def render(found: Mapping[str, Mapping[str, Any]], release_dir: str | Path, miss
     for name in missing:
         lines += [f"**{name}**: not released yet (`{root / name}` missing); a run that needs it builds it first.", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _probe_line(m: Mapping[str, Any]) -> list[str]:
+    """The held-out probe of the pretraining recipe (does the twin read the image at all?)."""
+    probe, heldout = m["pretraining"].get("probe") or {}, m["recipe"]["pretrain"].get("heldout") or {}
+    if "full/all" not in probe:
+        return []
+    reduced = ", ".join(f"{k.split('-')[0]} {100 * heldout.get('ratio', 0):g}% {v:.3f}" for k, v in probe.items()
+                        if k.endswith("/all") and not k.startswith("full"))
+    return [f"Held-out probe ({heldout.get('n', '?')} questions on {', '.join(heldout.get('tasks', []))}): "
+            f"question-only {probe['question_only']:.3f}, full tokens {probe['full/all']:.3f}, {reduced}.", ""]
 
 
 def update_block(text: str, table: str) -> str:
