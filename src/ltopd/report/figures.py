@@ -45,6 +45,7 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
     ours = [r for r in rows if r["source"] == "ours" and r["method"] != "full" and r["budget"] < 1]
     methods = list(dict.fromkeys(r["method"] for r in ours))
     markers = "osD^vP*Xh<>p"
+    plotted = 0
     for j, method in enumerate(methods):
         mine = sorted((r for r in ours if r["method"] == method), key=lambda r: r["budget"])
         mine = [r for r in mine if not math.isnan(r["avg_retain"].mean)]
@@ -63,12 +64,20 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
         line = ax.errorbar(xs, ys, yerr=[lo, hi], marker=markers[j % len(markers)], linestyle=style, capsize=2,
                            ms=4, lw=1, label=LABELS.get(method, method))
         colours[method] = line[0].get_color()
+        plotted += 1
+    if not plotted:  # e.g. no benchmark passed its gate: say so instead of an empty frame
+        ax.text(0.5, 0.5, "no retain ratio to plot\n(no benchmark passed its gate, see the table's notes)",
+                transform=ax.transAxes, ha="center", va="center", fontsize=8, color="dimgrey")
+        budgets_ours = sorted({100 * r["budget"] for r in ours})
+        if budgets_ours:
+            ax.set_xticks(budgets_ours)
+            ax.set_xlim(min(budgets_ours) - 2, max(budgets_ours) + 2)
     ax.axhline(100, color="black", lw=0.8, ls=":")
     ax.set_xlabel("visual-token budget (%)")
     ax.set_ylabel("average retain ratio (%)")
     ax.set_title("ours (markers dodged sideways; bars: 95% CI)", fontsize=8)
     ax.grid(alpha=0.3)
-    if methods:
+    if plotted:
         ax.legend(fontsize=6, loc="best")
     paper = [r for r in rows if r["source"] == "paper" and r["avg_retain"] is not None]
     columns = sorted({r["budget"] for r in paper})
@@ -79,12 +88,12 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
         ys = [r["avg_retain"].mean for r in at]
         for r, y, ly in zip(at, ys, spread_labels(ys, gap)):
             colour = colours.get(r["method"], "grey")
-            side.plot(c, y, marker="x", ms=7, linestyle="none", color=colour)
-            side.annotate(f"{LABELS.get(r['method'], r['method'])} {y:.1f}", (c, y), xytext=(c + 0.12, ly),
+            side.plot(2 * c, y, marker="x", ms=7, linestyle="none", color=colour)
+            side.annotate(f"{LABELS.get(r['method'], r['method'])} {y:.1f}", (2 * c, y), xytext=(2 * c + 0.15, ly),
                           textcoords="data", fontsize=6, color=colour, va="center",
                           arrowprops={"arrowstyle": "-", "lw": 0.4, "color": colour})
-    side.set_xticks(range(len(columns)), [f"{100 * b:g}%" for b in columns])
-    side.set_xlim(-0.3, len(columns) - 0.1 + 0.6 * len(columns))
+    side.set_xticks([2 * c for c in range(len(columns))], [f"{100 * b:g}%" for b in columns])
+    side.set_xlim(-0.3, 2 * len(columns))  # each column two units wide: room for its labels
     side.axhline(100, color="black", lw=0.8, ls=":")
     side.set_title("paper (Qwen3.5-4B, reported)", fontsize=8)
     side.grid(axis="y", alpha=0.3)
