@@ -3,7 +3,7 @@
 
 
 # Profiles without twins (paper: real checkpoints only) have no pretrain section: no rules here.
-if grid.twins(config) or grid.released(config):
+if grid.twins(config):
 
     rule tokenizer:
         input:
@@ -51,12 +51,14 @@ if grid.twins(config) or grid.released(config):
 if grid.released(config):
 
     rule release_twin:
-        input:
-            tokenizer=PATHS["tokenizer"],
+        # No inputs on purpose: a committed release is rebuilt only when asked (--forcerun) or
+        # missing, never because a clean clone lacks the tokenizer the build would make first.
         output:
             model=directory(PATHS["release"]),
         params:
             spec=release_spec,
+            tokenizer_spec=spec("pretrain", "world"),
+            tokenizer=f"{OUT}/train_state/release/tokenizer",
             state=f"{OUT}/train_state/release/{{backbone}}",
         wildcard_constraints:
             backbone="|".join(grid.released(config)),
@@ -66,8 +68,10 @@ if grid.released(config):
         conda:
             "../../envs/ltopd.yaml"
         shell:
-            "ltopd release-twin --spec {params.spec:q} --backbone {wildcards.backbone} --tokenizer {input.tokenizer} "
-            "--state {params.state} --threads {threads} --out {output.model} --rule release_twin > {log} 2>&1"
+            "(test -d {params.tokenizer} || ltopd build-tokenizer --spec {params.tokenizer_spec:q} "
+            "--out {params.tokenizer} --rule release_twin) > {log} 2>&1 && "
+            "ltopd release-twin --spec {params.spec:q} --backbone {wildcards.backbone} --tokenizer {params.tokenizer} "
+            "--state {params.state} --threads {threads} --out {output.model} --rule release_twin >> {log} 2>&1"
 
 
     rule release_twins:
