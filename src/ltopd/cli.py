@@ -377,14 +377,12 @@ def _dvc_yaml(args: argparse.Namespace) -> int:
 
 
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
-    rows = []
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise SystemExit(f"{path}:{n}: not valid JSON ({e})")
-    return rows
+    from ltopd.jsonl import JsonlError, read_jsonl
+
+    try:
+        return read_jsonl(path)
+    except JsonlError as e:
+        raise SystemExit(str(e)) from None
 
 
 @command("score", "score a predictions JSONL file with a benchmark's official metric")

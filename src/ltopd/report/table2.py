@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ltopd.grid import METHODS
+from ltopd.jsonl import read_jsonl
 from ltopd.report import stats
 from ltopd.report.gates import GATE_SE, Gate, gate, question_only
 from ltopd.report.reported import paper_backbone, paper_rows
@@ -114,13 +115,7 @@ def load_predictions(files: Sequence[str | Path]) -> dict[tuple[str, str, float,
         f = Path(f)
         (m,) = load_results([f.parent / "metrics.json"])
         key = (m["backbone"], m["method"], float(m["budget"]), m["benchmark"], int(m["seed"]))
-        rows = []
-        for n, line in enumerate(f.read_text().splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{f}:{n}: not valid JSON ({e})") from None
+        rows = read_jsonl(f)  # a bad line: ValueError naming file and line
         if key in out:
             raise ValueError(f"{f}: a second predictions file for {key}")
         out[key] = rows

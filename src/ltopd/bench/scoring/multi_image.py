@@ -37,34 +37,17 @@ import re
 
 from .common import answer_letter, grouped_accuracy, pct, prediction_text, require_records
 from .options import infer_choice
+from .vqa_norm import process_punctuation
 
 _MV_LEADING = re.compile(r"^([A-E])\.\s*(.+)$", re.IGNORECASE)
 _MV_LETTER = re.compile(r"\b([A-E])\b", re.IGNORECASE)
-_MV_PUNCT = (";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<",
-             "@", "`", ",", "?", "!")
-_MV_DIGIT_COMMA = re.compile(r"(\d)(,)(\d)")
-_MV_PERIOD = re.compile(r"\.(?!\d)")  # the official "(?!<=\d)" look-ahead never fires
-_MV_PERIOD_COUNT = int(re.UNICODE)  # 32: passed as ``count`` in the official call
-
-
-def _mv_punctuation(text: str) -> str:
-    delete_all = _MV_DIGIT_COMMA.search(text) is not None
-    out = text
-    for mark in _MV_PUNCT:
-        if delete_all or mark + " " in text or " " + mark in text:
-            out = out.replace(mark, "")
-        else:
-            out = out.replace(mark, " ")
-    return _MV_PERIOD.sub("", out, count=_MV_PERIOD_COUNT)
-
-
 def mvbench_choice(text: str) -> str:
     """lmms-eval's MVBench reading of a reply: a letter A-E, or the processed text."""
     leading = _MV_LEADING.match(text.strip())
     if leading:
         return leading.group(1).upper()
     out = text.replace("\n", " ").replace("\t", " ").strip()
-    out = _mv_punctuation(out)
+    out = process_punctuation(out)  # the same step as the VQA evaluation's
     out = out.strip("'").strip('"').strip(")").strip("(").strip().lower()
     letter = _MV_LETTER.search(out)
     return letter.group(1).upper() if letter else out

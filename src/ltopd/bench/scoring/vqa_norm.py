@@ -67,7 +67,8 @@ _CONTRACTIONS = {
 }
 
 
-def _punctuation(text: str) -> str:
+def process_punctuation(text: str) -> str:
+    """The VQA evaluation's punctuation step (lmms-eval reuses it, e.g. for MVBench)."""
     # A mark touching a space, or any "digit,digit" in the text, is deleted; otherwise it
     # becomes a space ("left-hand" -> "left hand", "(left)" -> "left").
     delete_all = _COMMA_IN_NUMBER.search(text) is not None
@@ -90,7 +91,7 @@ def normalize_vqa_answer(text: str) -> str:
     """EvalAI normalisation of one answer string."""
     text = text.lower().replace(",", "").replace("?", "").replace("'s", " 's").strip()
     text = text.replace("\n", " ").replace("\t", " ").strip()
-    return _digits_articles_contractions(_punctuation(text))
+    return _digits_articles_contractions(process_punctuation(text))
 
 
 def vqa_soft_accuracy(prediction: str, answers: list[str]) -> float:
