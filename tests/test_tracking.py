@@ -87,6 +87,7 @@ def test_run_names_put_what_differs_first():
     assert run_name("evaluate", {"backbone": "b", "method": "full", "budget": "1", "benchmark": "pope",
                                  "seed": "2"}) == "full pope s2 b (evaluate)"
     assert run_name("train", {"backbone": "b", "method": "sft", "seed": "1"}) == "sft s1 b (train)"
+    assert run_name("evaluate", {"method": "ltopd", "budget": "1", "benchmark": "mme"}) == "ltopd@100% mme (evaluate)"
     assert run_name("build-bench", {"benchmark": "mme", "seed": "1000"}) == "mme s1000 (build-bench)"
     assert run_name("table2", {}) == "table2"
 

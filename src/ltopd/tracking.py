@@ -192,12 +192,12 @@ NAME_ORDER = ("method", "budget", "benchmark", "table", "seed", "backbone")
 
 def run_name(rule: str, wildcards: dict[str, str]) -> str:
     """"ltopd@5% gqa s0 qwen35-tiny (evaluate)": method and budget, benchmark, seed, backbone,
-    any other wildcard, then the rule; "full" for budget 1."""
+    any other wildcard, then the rule; "full" without a budget."""
     parts, rest = [], dict(wildcards)
     method, budget = rest.pop("method", None), rest.pop("budget", None)
-    if method is not None:
-        tag = "" if budget is None or float(budget) >= 1 else f"@{100 * float(budget):g}%"
-        parts.append(f"{method}{tag}" if method != "full" or not tag else tag)
+    if method is not None:  # "full" needs no budget; a trained student at 100% does ("ltopd@100%")
+        tag = "" if budget is None or method == "full" else f"@{100 * float(budget):g}%"
+        parts.append(f"{method}{tag}")
     elif budget is not None:
         parts.append(f"@{100 * float(budget):g}%")
     for key in NAME_ORDER[2:]:
