@@ -18,6 +18,7 @@ from transformers import AutoTokenizer
 
 from ltopd.models import release_job
 from ltopd.models.twins import twin_backbone
+from ltopd.report.releases import reduced_key
 
 
 def main() -> None:
@@ -37,7 +38,7 @@ def main() -> None:
     backbone.model.eval()
     gates = release_job.twin_gates(backbone, cfg)
     s = gates["settings"]
-    reduced = f"{s['selector']}_{s['ratio']:g}"
+    reduced = reduced_key(s)
     print(f"{args.twin} after {state['steps']} updates ({state['wall_s'] / 60:.0f} min), {s['n']} items per benchmark\n")
     print(f"| benchmark | question-only | full | {reduced} | full - QO (SE) | gate |\n|---|---|---|---|---|---|")
     for bench, g in gates["benchmarks"].items():

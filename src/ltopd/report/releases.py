@@ -13,6 +13,11 @@ from ltopd.models.release import MANIFEST, read_manifest
 BEGIN, END = "<!-- releases:begin (ltopd release-report) -->", "<!-- releases:end -->"
 
 
+def reduced_key(settings: Mapping[str, Any]) -> str:
+    """The key under which ltopd.models.release_job records the reduced score, e.g. "cdpruner_0.05"."""
+    return f"{settings['selector']}_{settings['ratio']:g}"
+
+
 def manifests(release_dir: str | Path) -> dict[str, dict[str, Any]]:
     """backbone folder name -> manifest, for every release under `release_dir`."""
     root = Path(release_dir)
@@ -31,7 +36,7 @@ def render(found: Mapping[str, Mapping[str, Any]], release_dir: str | Path, miss
     for name, m in found.items():
         cost, gates = m["pretraining"], m["gates"]
         s = gates["settings"]
-        reduced = f"{s['selector']}_{s['ratio']:g}"
+        reduced = reduced_key(s)
         lines += [f"**{name}** (`{root / name}`, {_size_mb(root / name):.1f} MB): {cost['parameters']:,} parameters, "
                   f"{cost['steps']:,} updates of {m['recipe']['pretrain']['batch_size']} in "
                   f"{cost['wall_s'] / 60:.0f} min of pretraining on one CPU thread; "
