@@ -26,9 +26,9 @@ def test_dvc_yaml_is_up_to_date(profile, monkeypatch):
 def test_dvc_stages_cover_every_snakemake_target(profile, monkeypatch):
     monkeypatch.chdir(ROOT)
     stages = yaml.safe_load(render(profile))["stages"]
-    outs = {next(iter(o)) for s in stages.values() for o in s.get("outs", []) + s.get("metrics", [])}
+    outs = {next(iter(o)) for s in stages.values() for k in ("outs", "metrics", "plots") for o in s.get(k, [])}
     uncovered = [t for t in targets(config.load(profile))
                  if not any(t == o or Path(t).is_relative_to(o) for o in outs)]
     assert not uncovered, f"Snakemake targets no DVC stage tracks: {uncovered[:5]}"
     for s in stages.values():  # DVC must never delete what Snakemake manages
-        assert all(next(iter(o.values()))["persist"] for o in s["outs"])
+        assert all(next(iter(o.values()))["persist"] for k in ("outs", "metrics", "plots") for o in s.get(k, []))

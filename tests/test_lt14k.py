@@ -72,3 +72,20 @@ def test_source_smaller_than_quota(tmp_path, tiny_lt):
     with pytest.raises(ValueError, match="need 7 items but the source has only 3"):
         lt14k.build(lt, WORLD, tmp_path / "lt", progress=False)
     json.dumps(lt)  # the section stays JSON-serialisable (it travels as --spec)
+
+
+def test_committed_fingerprint_is_what_the_default_profile_builds(tmp_path):
+    """metrics/lt14k.json is committed (DVC's table2 stage depends on it, so a changed LT-14K
+    reruns evaluation and `dvc repro --dry` works on a fresh clone); it must match a build."""
+    import json
+    from pathlib import Path
+
+    from ltopd import config
+
+    root = Path(__file__).resolve().parents[1]
+    cfg = config.load(root / "config" / "default.yaml")
+    committed = json.loads((root / "metrics" / "lt14k.json").read_text())
+    built = lt14k.build(cfg["lt14k"], cfg["world"], tmp_path / "lt14k", progress=False)
+    assert committed["content_sha256"] == built["content_sha256"], \
+        "stale metrics/lt14k.json: rebuild it with `snakemake --cores 1 metrics/lt14k.json --forcerun lt14k`"
+    assert committed["num_questions"] == built["num_questions"]

@@ -235,6 +235,44 @@ def test_dvc_repro_builds_the_same_artifact(snake_run, tmp_path):
     # nothing changed -> DVC considers the stage up to date and does not run Snakemake again
     proc = _run(["dvc", "repro", "pipelines/smoke/dvc.yaml:lt14k"], fresh)
     assert "didn't change, skipping" in proc.stdout or "up to date" in proc.stdout
+    # forced: DVC keeps the persisted outputs, so Snakemake finds them current and rebuilds nothing
+    proc = _run(["dvc", "repro", "-f", "-s", "pipelines/smoke/dvc.yaml:lt14k"], fresh)
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+    assert (fresh / "runs/smoke/metrics/lt14k.json").is_file()
+
+    metrics = _run(["dvc", "metrics", "show", "--json"], fresh).stdout
+    assert '"num_questions": 140' in metrics.replace("\n", "")
+    # the default remote carries the artifact to another clone (here pointed at a temp folder)
+    _run(["dvc", "remote", "modify", "--local", "local", "url", str(tmp_path / "remote")], fresh)
+    _run(["dvc", "push", "pipelines/smoke/dvc.yaml:lt14k"], fresh)
+    other = _clone(tmp_path / "other")
+    (other / "pipelines/smoke/dvc.lock").write_text(lock)
+    _run(["dvc", "remote", "modify", "--local", "local", "url", str(tmp_path / "remote")], other)
+    _run(["dvc", "pull", "pipelines/smoke/dvc.yaml:lt14k"], other)
+    pulled = json.loads((other / "runs/smoke/data/lt14k/manifest.json").read_text())["content_sha256"]
+    assert pulled == expected
+
+
+def test_dvc_graph_and_dry_run_on_a_fresh_clone(tmp_path):
+    """LT-14K feeds evaluation in every pipeline's DAG; the default pipeline's dry run works on a
+    fresh clone (nothing built yet)."""
+    fresh = _clone(tmp_path / "fresh")
+    for dvc_yaml in ("dvc.yaml", "pipelines/smoke/dvc.yaml", "pipelines/paper/dvc.yaml"):
+        dot = _run(["dvc", "dag", "--dot", dvc_yaml], fresh).stdout
+        prefix = "" if dvc_yaml == "dvc.yaml" else f"{dvc_yaml}:"
+        assert f'"{prefix}lt14k" -> "{prefix}table2"' in dot, dot
+    proc = _run(["dvc", "repro", "--dry"], fresh)
+    assert "Running stage 'lt14k'" in proc.stdout and "Running stage 'table2'" in proc.stdout
+
+
+def test_dvc_exp_run_varies_a_parameter(snake_run, tmp_path):
+    fresh = _clone(tmp_path / "exp")
+    _run(["dvc", "exp", "run", "pipelines/smoke/dvc.yaml:lt14k", "-S", "config/smoke.yaml:lt14k.pool_factor=3.0",
+          "-n", "pool3"], fresh)
+    table = _run(["dvc", "exp", "show", "--csv"], fresh).stdout.splitlines()
+    header, rows = table[0].split(","), [r.split(",") for r in table[1:]]
+    column = header.index("config/smoke.yaml:lt14k.pool_factor")
+    assert any(r[0] == "pool3" and r[column] == "3.0" for r in rows), table
 
 
 def test_a_killed_training_job_resumes_to_the_pipelines_weights(snake_run, tmp_path):
@@ -258,3 +296,24 @@ def test_a_killed_training_job_resumes_to_the_pipelines_weights(snake_run, tmp_p
     pipeline = load_file(str(next((out / "models/students/qwen35-tiny/ltopd/seed0").glob("*.safetensors"))))
     assert resumed.keys() == pipeline.keys()
     assert all(torch.equal(resumed[k], pipeline[k]) for k in resumed)
+
+
+def test_grouped_evaluation_equals_one_job_per_setting(snake_run, tmp_path):
+    """The pipeline's evaluate_* groups write, byte for byte, the predictions that `ltopd evaluate`
+    writes for one setting at a time (the group shares one vision pass across its budgets)."""
+    from ltopd import config, grid
+
+    repo, _ = snake_run
+    cfg = config.load(repo / "config" / "smoke.yaml")
+    groups = grid.eval_groups(cfg)
+    key = next(k for k, jobs in groups.items() if k[1] == "cdpruner" and len({j.budget for j in jobs}) > 1)
+    jobs = groups[key]
+    p = grid.paths(cfg)
+    for j in jobs:
+        fields = dict(backbone=j.backbone, method=j.method, budget=j.budget_tag, benchmark=j.benchmark, seed=j.seed)
+        out = tmp_path / f"{j.budget_tag}-{j.benchmark}"
+        _run([str(BIN / "ltopd"), "evaluate", "--config", "config/smoke.yaml", "--backbone", j.backbone,
+              "--model", grid.model_path(cfg, j.backbone), "--records", p["bench"].format(**fields),
+              "--method", j.method, "--budget", j.budget_tag, "--benchmark", j.benchmark, "--seed", str(j.seed),
+              "--out-dir", str(out)], repo)
+        assert (out / "predictions.jsonl").read_bytes() == (repo / p["eval_predictions"].format(**fields)).read_bytes()

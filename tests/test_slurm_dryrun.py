@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ltopd.grid import METHODS, grid_jobs
+from ltopd.grid import METHODS, eval_groups, grid_jobs, group_name
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "workflow" / "profiles" / "slurm" / "config.yaml"
@@ -51,7 +51,8 @@ def _jobs(output: str) -> list[dict[str, Any]]:
         res = re.search(r"^\s*resources: (.*)$", block, re.M)
         wc = re.search(r"^\s*wildcards: (.*)$", block, re.M)
         pairs = [kv.split("=", 1) for kv in res.group(1).split(", ")] if res else []
-        jobs.append({"rule": m.group(1), "resources": {k: v for k, v in pairs},
+        rule = "evaluate" if m.group(1).startswith("evaluate_") else m.group(1)  # one rule per model's group
+        jobs.append({"rule": rule, "name": m.group(1), "resources": {k: v for k, v in pairs},
                      "wildcards": dict(kv.split("=", 1) for kv in wc.group(1).split(", ")) if wc else {}})
     return jobs
 
@@ -85,7 +86,9 @@ def test_dry_run_plans_training_and_evaluation(dry_run) -> None:
     first = cfg["grid"]["backbones"][0]
     assert {(j["wildcards"]["backbone"], j["wildcards"]["method"]) for j in jobs if j["rule"] == "train"} == \
         {(first, m) for m in trained}
-    assert sum(j["rule"] == "evaluate" for j in jobs) == sum(1 for e in grid_jobs(cfg) if e.backbone == first)
+    groups = {group_name(*key) for key, settings in eval_groups(cfg).items()
+              if any(j in set(grid_jobs(cfg)) and j.backbone == first for j in settings)}
+    assert {j["name"] for j in jobs if j["rule"] == "evaluate"} == groups
 
 
 @pytest.mark.parametrize("rule", ["train", "evaluate"])

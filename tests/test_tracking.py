@@ -106,3 +106,33 @@ def test_job_identity_is_logged_as_params(tmp_path):
     assert run.info.run_name == "ltopd@5% gqa (evaluate)"
     assert run.data.params["method"] == "ltopd" and run.data.params["budget"] == "0.05"
     assert run.data.params["evaluation.n"] == "3"
+
+
+def test_moved_project_keeps_its_artifacts_and_description(tmp_path):
+    import shutil
+
+    from mlflow.tracking import MlflowClient
+
+    from ltopd.tracking import Settings, describe, ensure_experiment, relocate
+
+    def settings(root):
+        return Settings(tracking_uri=f"sqlite:///{root}/m.db", experiment="e", artifact_root=str(root / "art"),
+                        parent_file=str(root / "parent.json"), profile="p")
+
+    old = tmp_path / "old"
+    old.mkdir()
+    s = settings(old)
+    exp_id = ensure_experiment(s)
+    client = MlflowClient(s.tracking_uri)
+    assert client.get_experiment(exp_id).tags["mlflow.note.content"] == describe(s)
+    run = client.create_run(exp_id)
+    (old / "table.csv").write_text("a,b\n1,2\n")
+    client.log_artifact(run.info.run_id, str(old / "table.csv"))
+    shutil.move(old, tmp_path / "new")
+    new = settings(tmp_path / "new")
+    assert relocate(new) == 1
+    assert relocate(new) == 0  # already here
+    moved = MlflowClient(new.tracking_uri)
+    assert moved.get_run(run.info.run_id).info.artifact_uri.startswith((tmp_path / "new" / "art").as_uri())
+    got = moved.download_artifacts(run.info.run_id, "table.csv", str(tmp_path))
+    assert open(got).read() == "a,b\n1,2\n"

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from ltopd.pipeline.spec import job_inputs as _job_inputs
+
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {}
 
 
@@ -51,6 +53,16 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("mlflow-relocate", "after moving the project folder: point the MLflow runs at this folder's artifacts")
+def _mlflow_relocate(args: argparse.Namespace) -> int:
+    from ltopd import config as config_mod
+    from ltopd.tracking import Settings, relocate
+
+    settings = Settings.from_config(config_mod.load(args.config))
+    print(f"{settings.tracking_uri}: {relocate(settings)} runs now read artifacts from {settings.artifact_root}")
+    return 0
+
+
 @command("build-lt14k", "sample LT-14K from its four sources into a `datasets` dataset + manifest")
 def _build_lt14k(args: argparse.Namespace) -> int:
     from ltopd.atomic import write_json
@@ -65,8 +77,10 @@ def _build_lt14k(args: argparse.Namespace) -> int:
         run.log_metrics(summary)
         run.set_tags({"content_sha256": manifest["content_sha256"]})
         run.log_artifact(Path(args.out) / "manifest.json")
-        if args.metrics:
-            write_json(args.metrics, {**summary, "content_sha256": manifest["content_sha256"]})
+        if args.metrics:  # what the data is, not how fast it was built: the file is the same on every machine
+            timing = ("build_seconds", "questions_per_second")
+            write_json(args.metrics, {**{k: v for k, v in summary.items() if k not in timing},
+                                      "content_sha256": manifest["content_sha256"]})
     mixes = sorted({tuple(sorted(b.items())) for b in manifest["per_batch"]})
     print(f"LT-14K: {manifest['num_questions']} questions in {manifest['num_batches']} batches of "
           f"{manifest['batch_size']} -> {args.out}")
@@ -225,49 +239,16 @@ def _build_bench(args: argparse.Namespace) -> int:
 
 @command("evaluate", "predict and score one (backbone, method, budget, benchmark, seed)")
 def _evaluate(args: argparse.Namespace) -> int:
-    import torch
+    from ltopd.pipeline import evaluate
 
-    from ltopd.atomic import atomic_file, write_json
-    from ltopd.bench.evaluate import evaluate
-    from ltopd.bench.store import load_saved
-    from ltopd.grid import eval_setting
-    from ltopd.models.loading import load_backbone
-    from ltopd.tracking import job_run
-
-    torch.set_num_threads(args.threads)
-    spec, settings = _job_inputs(args, ("evaluation", "reduction"), optional=("training",))
-    ratio, selector = eval_setting(args.method, args.budget, spec["training"].get("selector"))
-    key = {"backbone": args.backbone, "method": args.method, "budget": args.budget,
-           "benchmark": args.benchmark, "seed": args.seed}
-    with job_run(settings, args.rule, {k: str(v) for k, v in key.items()}, spec,
-                 inputs={"model": args.model, "records": args.records}) as run:
-        backbone = load_backbone(args.model)
-        records = load_saved(args.records)
-        rows, metrics = evaluate(backbone, records, args.benchmark, ratio, selector, spec["reduction"]["floor"],
-                                 spec["evaluation"]["batch_size"], seed=args.seed)
-        out = Path(args.out_dir)
-        with atomic_file(out / "predictions.jsonl") as fh:
-            fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        run.log_metrics({k: float(v) for k, v in _numbers(metrics).items()})
-        run.log_artifact(out / "predictions.jsonl")
-        write_json(out / "metrics.json", {**key, "model": args.model, "ratio": ratio, "selector": selector if ratio < 1 else None,
-                                          **metrics})
-    print(f"{args.benchmark} | {args.backbone} {args.method} at {args.budget:g} (seed {args.seed}): "
-          f"score {metrics['score']:.2f}, {metrics['n']} questions, {metrics['n_unparsed']} unparsed, "
-          f"{metrics['questions_per_s']} q/s")
-    return 0
+    return evaluate.main(args)
 
 
-def _numbers(d: dict[str, Any], prefix: str = "") -> dict[str, float]:
-    """The numeric leaves of a (nested) metrics dict, keys joined with '/' (MLflow metric names)."""
-    out: dict[str, float] = {}
-    for k, v in d.items():
-        name = f"{prefix}{k}"
-        if isinstance(v, dict):
-            out.update(_numbers(v, f"{name}/"))
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            out[name] = float(v)
-    return out
+@command("evaluate-group", "predict and score every (budget, benchmark) setting of one model (backbone, method, seed)")
+def _evaluate_group(args: argparse.Namespace) -> int:
+    from ltopd.pipeline import evaluate
+
+    return evaluate.main(args)
 
 
 TITLES = {"table2": "Table 2", "table7": "Table 7: the teacher", "table12": "Table 12: the divergence"}
@@ -278,7 +259,7 @@ TITLES = {"table2": "Table 2", "table7": "Table 7: the teacher", "table12": "Tab
 def _table(args: argparse.Namespace) -> int:
     import math
 
-    from ltopd.atomic import atomic_file
+    from ltopd.atomic import atomic_file, write_json
     from ltopd.grid import ABLATION_TABLES
     from ltopd.report import figures, table2
     from ltopd.tracking import job_run
@@ -303,6 +284,8 @@ def _table(args: argparse.Namespace) -> int:
                                    predictions, fit, args.n_boot, args.boot_seed)
         with atomic_file(args.out) as fh:
             fh.write(table2.to_csv(rows, benchmarks))
+        if args.json:
+            write_json(args.json, table2.headline(rows))
         md = table2.to_markdown(rows, benchmarks, notes)
         with atomic_file(args.markdown) as fh:
             fh.write(f"# {TITLES[args.table]} ({spec['profile']} profile)\n\n" + md)
@@ -414,7 +397,7 @@ def _parser() -> argparse.ArgumentParser:
             s.add_argument("--config", required=True, help="profile YAML (its release_dir and released backbones)")
             s.add_argument("--out", default="docs/releases.md")
             s.add_argument("--readme", help="also replace the README's releases block")
-        if name in ("validate", "dvc-yaml"):
+        if name in ("validate", "dvc-yaml", "mlflow-relocate"):
             s.add_argument("--config", required=True, help="profile YAML, e.g. config/default.yaml")
         if name == "dvc-yaml":
             s.add_argument("--out", help="output file, - for stdout (default: dvc.yaml for the default "
@@ -431,24 +414,29 @@ def _parser() -> argparse.ArgumentParser:
             s.add_argument("--metrics", help="small JSON summary (DVC metrics)", required=name == "pretrain-twin")
             s.add_argument("--rule", default=name)
             s.add_argument("--wildcards", default="{}")
-        if name in ("build-bench", "evaluate", "table"):
+        if name in ("build-bench", "evaluate", "evaluate-group", "table"):
             g = s.add_mutually_exclusive_group(required=True)
             g.add_argument("--config", help="profile YAML (run by hand)")
             g.add_argument("--spec", help="JSON of the config sections the job depends on (from Snakemake)")
-            s.add_argument("--rule", default=name)
+            s.add_argument("--rule", default="evaluate" if name == "evaluate-group" else name)
         if name in ("build-bench", "evaluate"):
             s.add_argument("--benchmark", required=True)
             s.add_argument("--seed", type=int, required=True, help="evaluation seed")
         if name == "build-bench":
             s.add_argument("--out", required=True, help="folder for the records (a `datasets` dataset)")
-        if name == "evaluate":
+        if name in ("evaluate", "evaluate-group"):
             s.add_argument("--backbone", required=True, help="backbone name (recorded with the results)")
             s.add_argument("--model", required=True, help="model folder (twin, checkpoint or trained student)")
-            s.add_argument("--records", required=True, help="folder written by build-bench")
             s.add_argument("--method", required=True, help="grid method: full, a selector, or a trained method")
+            s.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+        if name == "evaluate":
+            s.add_argument("--records", required=True, help="folder written by build-bench")
             s.add_argument("--budget", type=float, required=True, help="visual-token budget (1 for full)")
             s.add_argument("--out-dir", required=True, help="gets predictions.jsonl and metrics.json")
-            s.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+        if name == "evaluate-group":
+            s.add_argument("--seed", type=int, required=True, help="evaluation seed")
+            s.add_argument("--settings", required=True, help='JSON list of {"budget", "benchmark", "records", '
+                           '"out_dir"}: the group\'s settings (rule evaluate_*)')
         if name == "train":
             g = s.add_mutually_exclusive_group(required=True)
             g.add_argument("--config", help="profile YAML (run by hand)")
@@ -472,6 +460,7 @@ def _parser() -> argparse.ArgumentParser:
             s.add_argument("--out", required=True, help="CSV")
             s.add_argument("--markdown", required=True)
             s.add_argument("--figure", help="PNG: retain ratio vs budget (Table 2)")
+            s.add_argument("--json", help="headline numbers as JSON (average retain ratios, gates passed): DVC metrics")
             s.add_argument("--predictions", nargs="*", help="predictions.jsonl files of `ltopd evaluate` (each "
                            "beside its metrics.json): adds the gates, the out-of-sample question-only baseline "
                            "and bootstrap intervals")

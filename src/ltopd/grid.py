@@ -61,6 +61,21 @@ def eval_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
                 yield job
 
 
+def eval_groups(cfg: dict[str, Any]) -> dict[tuple[str, str, int], list[EvalJob]]:
+    """The evaluation jobs grouped by the model they load: (backbone, method, seed) -> its
+    (budget, benchmark) settings. One process per group loads the model once and runs each
+    image through the vision tower once for all of the group's budgets (rule evaluate_*)."""
+    groups: dict[tuple[str, str, int], list[EvalJob]] = {}
+    for job in eval_jobs(cfg):
+        groups.setdefault((job.backbone, job.method, job.seed), []).append(job)
+    return groups
+
+
+def group_name(backbone: str, method: str, seed: int) -> str:
+    """A group's rule name: "evaluate_qwen35_tiny_ltopd_s0" (Snakemake rule names are identifiers)."""
+    return "evaluate_" + "_".join(x.replace("-", "_").replace(".", "_") for x in (backbone, method)) + f"_s{seed}"
+
+
 def grid_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
     """The evaluations of the `grid` section alone (Table 2's)."""
     g = cfg["grid"]
@@ -128,6 +143,7 @@ def paths(cfg: dict[str, Any]) -> dict[str, str]:
         "checkpoints": str(root / "train_state" / "{backbone}" / "{method}" / "seed{seed}"),
         "table2": str(root / "results" / "table2.csv"),
         "table2_md": str(root / "results" / "table2.md"),
+        "table2_json": str(root / "results" / "table2.json"),  # headline numbers: `dvc metrics show`
         "table2_fig": str(root / "results" / "figures" / "table2_retain_vs_budget.png"),
         "efficiency": str(root / "results" / "efficiency" / "{backbone}.json"),
         "table5": str(root / "results" / "table5.csv"),
@@ -296,7 +312,7 @@ def all_tables(cfg: dict[str, Any]) -> list[str]:
 def table2_targets(cfg: dict[str, Any]) -> list[str]:
     """Table 2 with its figure, and the ablation tables the grid can fill."""
     p = paths(cfg)
-    return [p["table2"], p["table2_md"], p["table2_fig"]] + [
+    return [p["table2"], p["table2_md"], p["table2_json"], p["table2_fig"]] + [
         p[k].format(table=t) for t in ablation_tables(cfg) for k in ("table", "table_md")]
 
 
@@ -323,7 +339,7 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
             "deps": [config_file, "Snakefile", "workflow/rules/data.smk", "src/ltopd/data"],
             "params": [{config_file: ["lt14k", "world"]}],
             "outs": [{p["lt14k"]: {"persist": True}}],
-            "metrics": [{p["lt14k_metrics"]: {"cache": False}}],
+            "metrics": [{p["lt14k_metrics"]: {"cache": False, "persist": True}}],
         },
     }
     tw = twins(cfg)
@@ -336,24 +352,31 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
                      "src/ltopd/data/world", "src/ltopd/selectors"],
             "params": [{config_file: ["backbones", "pretrain", "reduction", "world"]}],
             "outs": [{p["tokenizer"]: {"persist": True}}] + [{o: {"persist": True}} for o in outs],
-            "metrics": [{m: {"cache": False}} for m in mets],
+            "metrics": [{m: {"persist": True}} for m in mets],
         }
     root = Path(cfg["out_root"])
     tables = table2_targets(cfg) + study_targets(cfg)
     stages["table2"] = {
         "cmd": f"{snake} -- all_evaluations {' '.join(tables)}",  # rule all_evaluations: every eval job
-        "deps": [config_file, "Snakefile", "workflow/rules/eval.smk", "workflow/rules/train.smk",
-                 "workflow/rules/report.smk", "src/ltopd/bench", "src/ltopd/report", "src/ltopd/models",
-                 "src/ltopd/selectors", "src/ltopd/train"] + (["src/ltopd/efficiency"] if cfg.get("efficiency") else [])
+        "deps": [config_file, "Snakefile", "workflow/rules/common.smk", "workflow/rules/eval.smk",
+                 "workflow/rules/train.smk", "workflow/rules/report.smk", "src/ltopd/bench", "src/ltopd/report",
+                 "src/ltopd/models", "src/ltopd/selectors", "src/ltopd/train", "src/ltopd/pipeline"]
+        + (["src/ltopd/efficiency"] if cfg.get("efficiency") else [])
+        # the students' data, by its fingerprint (content hash, committed): a changed LT-14K reruns
+        # this stage, and `dvc repro --dry` works on a fresh clone (DVC cannot hash an upstream
+        # output that is not there yet, treeverse/dvc#9021)
+        + ([p["lt14k_metrics"]] if any(METHODS[m] == "trained" for m in cfg["grid"]["methods"]) else [])
         + [model_path(cfg, b) for b in evaluated_backbones(cfg) if b in tw or b in released(cfg)]
         + ([cfg["efficiency"]["analytic_config"]] if cfg.get("efficiency") else []),  # Figure 1 right
         "params": [{config_file: ["evaluation", "grid", "seeds", "reduction", "world"]
                     + [k for k in ("training", "rl", "epic", "llava_mini", "studies", "efficiency") if k in cfg]}],
         "outs": [{str(root / "data" / "bench"): {"persist": True}},
                  {str(root / "models" / "students"): {"persist": True}},
-                 {str(root / "metrics" / "train"): {"persist": True, "cache": False}},
+                 {str(root / "metrics" / "train"): {"persist": True}},
                  {str(root / "results" / "eval"): {"persist": True}}]
-        + [{t: {"persist": True, "cache": False}} for t in tables],
+        + [{t: {"persist": True}} for t in tables if t not in (p["table2"], p["table2_json"])],
+        "metrics": [{p["table2_json"]: {"persist": True}}],
+        "plots": [{p["table2"]: {"persist": True, "x": "budget", "y": "avg_retain", "template": "scatter"}}],
     }
     if cfg.get("efficiency"):
         eff, measured = cfg["efficiency"], efficiency_backbones(cfg)
@@ -363,7 +386,7 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
                      "src/ltopd/models", "src/ltopd/selectors", eff["analytic_config"]]
             + [model_path(cfg, b) for b in measured if b in tw or b in released(cfg)],
             "params": [{config_file: ["efficiency", "reduction", "grid"]}],
-            "outs": [{str(root / "results" / "efficiency"): {"persist": True, "cache": False}}]
-            + [{t: {"persist": True, "cache": False}} for t in table5_targets(cfg)],
+            "outs": [{str(root / "results" / "efficiency"): {"persist": True}}]
+            + [{t: {"persist": True}} for t in table5_targets(cfg)],
         }
     return stages

@@ -86,9 +86,44 @@ def ensure_experiment(s: Settings) -> str:
         if exp is not None:
             return exp.experiment_id
         root = Path(s.artifact_root).resolve()
-        return client.create_experiment(name, artifact_location=root.as_uri())
+        return client.create_experiment(name, artifact_location=root.as_uri(),
+                                        tags={"mlflow.note.content": describe(s), "profile": s.profile})
 
     return _retry(get_or_create)
+
+
+def describe(s: Settings) -> str:
+    """The experiment's description (the UI shows it above the runs)."""
+    return (f"LT-OPD pipeline, `{s.profile}` profile. One run per job: run names read "
+            "`method@budget benchmark seed backbone (rule)`; method, budget, benchmark, seed and backbone are "
+            "params too (filter with e.g. `params.benchmark = 'gqa'`), the official score is the metric "
+            "`score`, and each table's CSV and markdown are artifacts of its `table2`/`study_table` run. "
+            "Every invocation of the pipeline is a parent run (`pipeline-<time>`).")
+
+
+def relocate(s: Settings) -> int:
+    """After the project folder moved: point the experiment and its runs at this folder's
+    artifact root (MLflow stores absolute artifact URIs). SQLite backends only; returns the
+    number of runs rewritten."""
+    if not s.tracking_uri.startswith("sqlite:///"):
+        return 0
+    import sqlite3
+
+    db = Path(s.tracking_uri.removeprefix("sqlite:///"))
+    if not db.is_file():
+        return 0
+    root = Path(s.artifact_root).resolve().as_uri()
+    with contextlib.closing(sqlite3.connect(db)) as con, con:
+        row = con.execute("SELECT experiment_id, artifact_location FROM experiments WHERE name = ?",
+                          (s.experiment,)).fetchone()
+        if row is None or row[1] == root:
+            return 0
+        exp_id, old = row
+        con.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?", (root, exp_id))
+        cur = con.execute("UPDATE runs SET artifact_uri = ? || substr(artifact_uri, ?) "
+                          "WHERE experiment_id = ? AND substr(artifact_uri, 1, ?) = ?",
+                          (root, len(old) + 1, exp_id, len(old), old))
+        return cur.rowcount
 
 
 def git_tags(repo: str | Path = ".") -> dict[str, str]:
@@ -141,6 +176,7 @@ def start_pipeline(s: Settings, config_file: str) -> str:
     """Create the parent run of this invocation and write its id where jobs will find it."""
     from ltopd.atomic import write_json
 
+    relocate(s)  # the project folder may have moved since the last invocation
     exp_id = ensure_experiment(s)
     client = _client(s)
     tags = {"profile": s.profile, "config_file": config_file, "kind": "pipeline", **git_tags()}

@@ -14,6 +14,8 @@ if grid.twins(config):
             spec=spec("pretrain", "world"),
         log:
             f"{PATHS['logs']}/tokenizer.log",
+        benchmark:
+            f"{PATHS['logs']}/tokenizer.benchmark.tsv",
         conda:
             "../../envs/ltopd.yaml"
         shell:
@@ -65,6 +67,8 @@ if grid.released(config):
         threads: 1
         log:
             f"{PATHS['logs']}/release_twin/{{backbone}}.log",
+        benchmark:
+            f"{PATHS['logs']}/release_twin/{{backbone}}.benchmark.tsv",
         conda:
             "../../envs/ltopd.yaml"
         shell:

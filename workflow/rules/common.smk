@@ -56,13 +56,51 @@ def release_spec(wildcards):
     return spec("pretrain", "reduction", "world", "evaluation", backbones=one)
 
 
-def eval_spec(wildcards):
+def eval_group_spec(method):
     """An evaluation depends on the floor and batch size; a trained student's also on the selector
     it was trained with (changing training.selector reruns exactly those evaluations)."""
     extra = {}
-    if grid.METHODS[wildcards.method] == "trained":
+    if grid.METHODS[method] == "trained":
         extra["training"] = {"selector": grid.train_selector(config)}
     return spec("reduction", evaluation={"batch_size": config["evaluation"]["batch_size"]}, **extra)
+
+
+def eval_path(key, job):
+    return PATHS[key].format(backbone=job.backbone, method=job.method, budget=job.budget_tag,
+                             benchmark=job.benchmark, seed=job.seed)
+
+
+def eval_group_settings(jobs):
+    """The group's settings for `ltopd evaluate-group --settings` (records and output folders)."""
+    return json.dumps([{"budget": j.budget, "benchmark": j.benchmark,
+                        "records": PATHS["bench"].format(benchmark=j.benchmark, seed=j.seed),
+                        "out_dir": str(Path(eval_path("eval_metrics", j)).parent)} for j in jobs])
+
+
+def profile_setting(value):
+    return getattr(value, "raw", value)  # Snakemake hands profile values over as Resource objects
+
+
+# A profile's `evaluate` entries (set-threads, set-resources) apply to every evaluate_* rule.
+EVAL_THREADS = profile_setting(workflow.resource_settings.overwrite_threads.get("evaluate", 1))
+EVAL_RESOURCES = {k: profile_setting(v)
+                  for k, v in dict(workflow.resource_settings.overwrite_resources.get("evaluate", {})).items()}
+
+
+def eval_group_message(backbone, method, seed, jobs):
+    """"evaluate qwen35-tiny cdpruner seed 0: 4 budgets x 11 benchmarks (38 settings)"."""
+    budgets = len({j.budget for j in jobs})
+    benches = len({j.benchmark for j in jobs})
+    return (f"evaluate {backbone} {method} seed {seed}: {budgets} budget{'s' * (budgets > 1)} x "
+            f"{benches} benchmark{'s' * (benches > 1)} ({len(jobs)} settings)")
+
+
+def eval_model(backbone, method, seed):
+    """The weights an evaluation group loads: a trained method's student, else the backbone."""
+    if grid.METHODS[method] == "trained":
+        return PATHS["student"].format(backbone=backbone, method=method, seed=seed)
+    path = grid.model_path(config, backbone)
+    return ancient(path) if config["backbones"][backbone].get("release") else path
 
 
 def code(*packages):
@@ -115,10 +153,3 @@ def train_launcher(wildcards):
         return "ltopd"
     fsdp = " --use_fsdp" if dist["strategy"] == "fsdp" and wildcards.method != "llava_mini" else ""
     return f"accelerate launch --num_processes {dist['num_processes']}{fsdp} -m ltopd.cli"
-
-
-def model_dir(wildcards):
-    """The weights an evaluation loads: a trained method's student, else the backbone itself."""
-    if grid.METHODS[wildcards.method] == "trained":
-        return PATHS["student"].format(**wildcards)
-    return base_model(wildcards)

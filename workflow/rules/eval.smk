@@ -1,5 +1,5 @@
-# Evaluation: each benchmark's records built once per seed, then one job per
-# (backbone, method, budget, benchmark, seed) of the grid: predictions + official metrics.
+# Evaluation: each benchmark's records built once per seed, then one job per model of the grid:
+# predictions + official metrics per (budget, benchmark) setting.
 
 
 rule bench_records:
@@ -14,6 +14,8 @@ rule bench_records:
         seed=r"\d+",
     log:
         f"{PATHS['logs']}/bench_records/{{benchmark}}-seed{{seed}}.log",
+    benchmark:
+        f"{PATHS['logs']}/bench_records/{{benchmark}}-seed{{seed}}.benchmark.tsv",
     conda:
         "../../envs/ltopd.yaml"
     shell:
@@ -21,31 +23,44 @@ rule bench_records:
         "--out {output} --rule bench_records > {log} 2>&1"
 
 
-rule evaluate:
-    input:
-        model=model_dir,
-        records=PATHS["bench"],
-        code=code("bench", "models", "selectors") + ["src/ltopd/cli.py"],
-    output:
-        metrics=PATHS["eval_metrics"],
-        predictions=PATHS["eval_predictions"],
-    params:
-        spec=eval_spec,
-        out_dir=lambda wc, output: str(Path(output.metrics).parent),
-    wildcard_constraints:
-        seed=r"\d+",
-        budget=r"[0-9.]+",
-        method="|".join(grid.METHODS),
-    threads: 1
-    log:
-        f"{PATHS['logs']}/evaluate/{{backbone}}/{{method}}-{{budget}}-{{benchmark}}-seed{{seed}}.log",
-    conda:
-        "../../envs/ltopd.yaml"
-    shell:
-        "ltopd evaluate --spec {params.spec:q} --backbone {wildcards.backbone} --model {input.model} "
-        "--records {input.records} --method {wildcards.method} --budget {wildcards.budget} "
-        "--benchmark {wildcards.benchmark} --seed {wildcards.seed} --out-dir {params.out_dir} "
-        "--threads {threads} --rule evaluate > {log} 2>&1"
+# One evaluation job per model (backbone, method, seed): it loads the model and the records once
+# and runs each image through the vision tower once for all of its (budget, benchmark) settings.
+# Each setting still gets its own predictions.jsonl + metrics.json (and MLflow run), so the
+# tables read them as before. A profile's `evaluate` threads and resources (set-threads,
+# set-resources) apply to every evaluate_* rule.
+for (_bb, _method, _seed), _jobs in grid.eval_groups(config).items():
+
+    rule:
+        name:
+            grid.group_name(_bb, _method, _seed)
+        message:
+            eval_group_message(_bb, _method, _seed, _jobs)
+        input:
+            model=eval_model(_bb, _method, _seed),
+            records=sorted({PATHS["bench"].format(benchmark=j.benchmark, seed=_seed) for j in _jobs}),
+            code=code("bench", "models", "selectors") + ["src/ltopd/pipeline/evaluate.py"],
+        output:
+            metrics=[eval_path("eval_metrics", j) for j in _jobs],
+            predictions=[eval_path("eval_predictions", j) for j in _jobs],
+        params:
+            spec=eval_group_spec(_method),
+            settings=eval_group_settings(_jobs),
+            backbone=_bb,
+            method=_method,
+            seed=_seed,
+        threads: EVAL_THREADS
+        resources:
+            **EVAL_RESOURCES,
+        log:
+            f"{PATHS['logs']}/evaluate/{_bb}/{_method}-seed{_seed}.log",
+        benchmark:
+            f"{PATHS['logs']}/evaluate/{_bb}/{_method}-seed{_seed}.benchmark.tsv",
+        conda:
+            "../../envs/ltopd.yaml"
+        shell:
+            "ltopd evaluate-group --spec {params.spec:q} --backbone {params.backbone} --model {input.model} "
+            "--method {params.method} --seed {params.seed} --settings {params.settings:q} "
+            "--threads {threads} --rule evaluate > {log} 2>&1"
 
 
 rule all_evaluations:

@@ -14,18 +14,21 @@ rule table2:
     output:
         csv=PATHS["table2"],
         md=PATHS["table2_md"],
+        json=PATHS["table2_json"],
         figure=PATHS["table2_fig"],
     params:
         spec=spec("grid", "seeds"),
         fit=" ".join(shlex.quote(f"{k}={v}") for k, v in grid.table2_fit_records(config).items()),
     log:
         f"{PATHS['logs']}/table2.log",
+    benchmark:
+        f"{PATHS['logs']}/table2.benchmark.tsv",
     conda:
         "../../envs/ltopd.yaml"
     shell:
         "ltopd table --table table2 --spec {params.spec:q} --results {input.results} "
         "--predictions {input.predictions} --fit-records {params.fit} --out {output.csv} "
-        "--markdown {output.md} --figure {output.figure} --rule table2 > {log} 2>&1"
+        "--markdown {output.md} --json {output.json} --figure {output.figure} --rule table2 > {log} 2>&1"
 
 
 rule ablation_table:
@@ -41,6 +44,8 @@ rule ablation_table:
         table="|".join(grid.ABLATION_TABLES),
     log:
         f"{PATHS['logs']}/{{table}}.log",
+    benchmark:
+        f"{PATHS['logs']}/{{table}}.benchmark.tsv",
     conda:
         "../../envs/ltopd.yaml"
     shell:
@@ -79,6 +84,8 @@ rule figure4:
         spec=spec("grid", "seeds", studies=config.get("studies") or {}),
     log:
         f"{PATHS['logs']}/figure4.log",
+    benchmark:
+        f"{PATHS['logs']}/figure4.benchmark.tsv",
     conda:
         "../../envs/ltopd.yaml"
     shell:

@@ -1,4 +1,5 @@
-"""One evaluation: a backbone, a selector and a budget on one benchmark -> predictions + metrics.
+"""Evaluation: a backbone at one or several (selector, budget) settings on one benchmark ->
+predictions + metrics per setting.
 
 The protocol is the paper's (Appendix D, ltopd.models.prompt): system message, images before
 text, the empty-think + open-answer prefix, greedy decoding that stops at '</answer>' or at the
@@ -14,7 +15,7 @@ from typing import Any
 from ltopd.bench.scoring import check_predictions, score
 from ltopd.bench.suites import SUITES
 from ltopd.models.backbone import Backbone
-from ltopd.models.inference import predict
+from ltopd.models.inference import Setting, predict, predict_settings
 
 # Record fields copied into each prediction row, so the row alone can be re-scored
 # (`ltopd score --predictions`), without the images.
@@ -32,18 +33,41 @@ def evaluate(backbone: Backbone, records: Sequence[dict[str, Any]], benchmark: s
              progress: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(prediction rows, metrics). ``ratio`` 1 keeps every visual token; below 1, ``selector``
     keeps ``max(floor, ceil(N * ratio))`` of each image's N tokens."""
-    if benchmark not in SUITES:
-        raise ValueError(f"unknown benchmark {benchmark!r}; known: {', '.join(sorted(SUITES))}")
-    if not records:
-        raise ValueError(f"{benchmark}: no records to evaluate")
+    _check(benchmark, records)
     start = time.perf_counter()
     generations = predict(backbone, records, ratio, selector, floor, batch_size,
                           max_new_tokens=SUITES[benchmark].generation_cap, seed=seed,
                           progress=progress, desc=f"{benchmark} r={ratio:g}")
+    return _scored(records, benchmark, generations, time.perf_counter() - start, settings=1)
+
+
+def evaluate_settings(backbone: Backbone, records: Sequence[dict[str, Any]], benchmark: str,
+                      settings: Sequence[Setting], floor: int = 1, batch_size: int = 32, seed: int = 0,
+                      progress: bool = True) -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
+    """`evaluate` for several (ratio, selector) settings from one vision pass per batch
+    (ltopd.models.inference.predict_settings): the same rows as evaluating each alone. Each
+    setting's wall_s is its share of the pass (the pass's time over the settings it served)."""
+    _check(benchmark, records)
+    start = time.perf_counter()
+    per_setting = predict_settings(backbone, records, settings, floor, batch_size,
+                                   max_new_tokens=SUITES[benchmark].generation_cap, seed=seed,
+                                   progress=progress, desc=f"{benchmark} x{len(settings)}")
     wall = time.perf_counter() - start
+    return [_scored(records, benchmark, gens, wall / len(settings), settings=len(settings)) for gens in per_setting]
+
+
+def _check(benchmark: str, records: Sequence[dict[str, Any]]) -> None:
+    if benchmark not in SUITES:
+        raise ValueError(f"unknown benchmark {benchmark!r}; known: {', '.join(sorted(SUITES))}")
+    if not records:
+        raise ValueError(f"{benchmark}: no records to evaluate")
+
+
+def _scored(records: Sequence[dict[str, Any]], benchmark: str, generations: Sequence[str], wall: float,
+            settings: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     rows = [{**{k: rec.get(k) for k in ROW_FIELDS}, "prediction": clean(gen)}
             for rec, gen in zip(records, generations, strict=True)]
     check_predictions({r["id"]: r for r in records}, rows)
     metrics = score(benchmark, rows)
-    metrics.update(wall_s=round(wall, 3), questions_per_s=round(len(rows) / wall, 2))
+    metrics.update(wall_s=round(wall, 3), questions_per_s=round(len(rows) / wall, 2), settings_per_pass=settings)
     return rows, metrics

@@ -72,7 +72,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def _inputs(args: argparse.Namespace, sections: tuple[str, ...]):
     """(spec, MLflow settings) as for every ltopd job; a missing `efficiency` section means DEFAULTS."""
-    from ltopd.cli import _job_inputs
+    from ltopd.pipeline.spec import job_inputs as _job_inputs
 
     return _job_inputs(args, sections, optional=("efficiency", "training"))
 

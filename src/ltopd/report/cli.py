@@ -41,7 +41,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _inputs(args: argparse.Namespace):
-    from ltopd.cli import _job_inputs  # lazily: ltopd.cli imports this module
+    from ltopd.pipeline.spec import job_inputs as _job_inputs
 
     return _job_inputs(args, ("grid", "seeds"), optional=("studies", "efficiency"))
 

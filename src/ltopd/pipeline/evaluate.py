@@ -1,0 +1,102 @@
+"""The evaluation job: one model, every (budget, benchmark) setting of its group.
+
+The model and each benchmark's records are loaded once; each batch's images run through the
+vision tower once for all of the group's budgets (ltopd.bench.evaluate.evaluate_settings). The
+outputs are those of one evaluation per setting: `predictions.jsonl` and `metrics.json` in the
+setting's folder and one MLflow run named after it, so tables and `ltopd score` read them as before.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ltopd.tracking import Settings
+
+
+@dataclass(frozen=True)
+class EvalTarget:
+    """One setting of a group: where its records are and where its outputs go."""
+
+    budget: float
+    benchmark: str
+    records: str
+    out_dir: str
+
+
+def parse_targets(text: str) -> list[EvalTarget]:
+    """The --settings JSON: [{"budget", "benchmark", "records", "out_dir"}, ...]."""
+    items = json.loads(text)
+    return [EvalTarget(float(t["budget"]), t["benchmark"], t["records"], t["out_dir"]) for t in items]
+
+
+def run_group(spec: dict[str, Any], settings: Settings | None, backbone_name: str, method: str, seed: int,
+              model: str, targets: Sequence[EvalTarget], rule: str = "evaluate", progress: bool = True) -> list[dict[str, Any]]:
+    """Evaluate `model` on every target; returns the metrics written, in target order."""
+    from ltopd.bench.evaluate import evaluate_settings
+    from ltopd.bench.store import load_saved
+    from ltopd.grid import eval_setting
+    from ltopd.models.loading import load_backbone
+
+    floor, batch_size = spec["reduction"]["floor"], spec["evaluation"]["batch_size"]
+    train_selector = (spec.get("training") or {}).get("selector")
+    backbone = load_backbone(model)
+    written: dict[int, dict[str, Any]] = {}
+    by_benchmark: dict[tuple[str, str], list[int]] = {}
+    for i, t in enumerate(targets):
+        by_benchmark.setdefault((t.benchmark, t.records), []).append(i)
+    for (benchmark, records_dir), idx in by_benchmark.items():
+        records = load_saved(records_dir)
+        setups = [eval_setting(method, targets[i].budget, train_selector) for i in idx]
+        results = evaluate_settings(backbone, records, benchmark, setups, floor, batch_size, seed=seed,
+                                    progress=progress)
+        for i, (ratio, selector), (rows, metrics) in zip(idx, setups, results, strict=True):
+            t = targets[i]
+            key = {"backbone": backbone_name, "method": method, "budget": t.budget, "benchmark": benchmark, "seed": seed}
+            meta = {**key, "model": model, "ratio": ratio, "selector": selector if ratio < 1 else None}
+            written[i] = write_setting(Path(t.out_dir), rows, {**meta, **metrics}, settings, rule, key, spec,
+                                       {"model": model, "records": records_dir})
+            print(f"{benchmark} | {backbone_name} {method} at {t.budget:g} (seed {seed}): score {metrics['score']:.2f}, "
+                  f"{metrics['n']} questions, {metrics['n_unparsed']} unparsed", flush=True)
+    return [written[i] for i in range(len(targets))]
+
+
+def write_setting(out: Path, rows: list[dict[str, Any]], metrics: dict[str, Any], settings: Settings | None,
+                  rule: str, key: dict[str, Any], spec: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
+    """predictions.jsonl, then its MLflow run, then metrics.json last (the file Snakemake and the
+    tables wait for), each written atomically."""
+    from ltopd.atomic import atomic_file, write_json
+    from ltopd.pipeline.spec import numbers
+
+    with atomic_file(out / "predictions.jsonl") as fh:
+        fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    if settings is not None:
+        from ltopd.tracking import job_run
+
+        with job_run(settings, rule, {k: str(v) for k, v in key.items()}, spec, inputs=inputs) as run:
+            run.log_metrics({k: float(v) for k, v in numbers(metrics).items()})
+            run.log_artifact(out / "predictions.jsonl")
+    write_json(out / "metrics.json", metrics)
+    return metrics
+
+
+def main(args: Any) -> int:
+    """`ltopd evaluate-group` / `ltopd evaluate`."""
+    import torch
+
+    from ltopd.pipeline.spec import job_inputs
+
+    torch.set_num_threads(args.threads)
+    start = time.perf_counter()
+    spec, settings = job_inputs(args, ("evaluation", "reduction"), optional=("training",))
+    if getattr(args, "settings", None):
+        targets = parse_targets(args.settings)
+    else:
+        targets = [EvalTarget(args.budget, args.benchmark, args.records, args.out_dir)]
+    run_group(spec, settings, args.backbone, args.method, args.seed, args.model, targets, rule=args.rule)
+    print(f"{args.backbone} {args.method} seed {args.seed}: {len(targets)} settings in "
+          f"{time.perf_counter() - start:.1f} s")
+    return 0

@@ -1,0 +1,118 @@
+"""Evaluation grouped per model: one vision pass per batch for all settings, the same answers as
+one setting at a time, and the pipeline's jobs cover the grid exactly once."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pytest
+import torch
+
+from ltopd.bench.store import build_records, save_records
+from ltopd.cli import main
+from ltopd.models.hook import choose
+from ltopd.models.inference import predict_settings
+from ltopd.models.loading import save_backbone
+from ltopd.models.tokenizer import build_tokenizer
+from ltopd.models.twins import twin_backbone
+from ltopd.selectors import requirements
+
+SETTINGS = [(1.0, "cdpruner"), (0.05, "cdpruner"), (0.2, "fastv"), (0.1, "random"), (0.05, "dart")]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    records = build_records("vstar", {"n": 6}, 0, {"image_size": 128})
+    tok = build_tokenizer([r["question"] + " " + " ".join(r["options"]) for r in records] * 3, 400)
+    return twin_backbone("qwen35-tiny", tok, seed=0), records
+
+
+def _reference(bb, records, ratio, selector, batch_size, seed=0):
+    """One setting the unshared way: the vision tower in selection, again in generation."""
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(records), batch_size):
+            batch = bb.encode(records[start:start + batch_size])
+            if ratio >= 1:
+                selection = None
+            else:
+                features = bb.image_features(batch)
+                inputs = bb.selection_inputs(batch, features, requirements(selector), seed + start)
+                selection = choose(inputs, ratio, selector, 1)
+            ids = bb.generate(batch, selection, do_sample=False, max_new_tokens=6)
+            out += bb.tokenizer.batch_decode(ids, skip_special_tokens=False)
+    return out
+
+
+def test_shared_features_give_each_settings_own_answers(model):
+    bb, records = model
+    shared = predict_settings(bb, records, SETTINGS, floor=1, batch_size=4, max_new_tokens=6)
+    for (ratio, selector), got in zip(SETTINGS, shared, strict=True):
+        assert got == _reference(bb, records, ratio, selector, batch_size=4), (ratio, selector)
+
+
+def test_one_vision_pass_per_batch(model, monkeypatch):
+    bb, records = model
+    calls = []
+    ops = type(bb.ops)
+    original = ops.image_features
+    monkeypatch.setattr(ops, "image_features", lambda self, m, b: calls.append(1) or original(self, m, b))
+    predict_settings(bb, records, SETTINGS[:2], floor=1, batch_size=3, max_new_tokens=4)
+    assert len(calls) == 2  # two batches, two settings: one pass per batch
+
+
+def _env(tmp_path, monkeypatch):
+    from ltopd.tracking import ENV_PREFIX, Settings
+
+    settings = Settings(f"sqlite:///{tmp_path}/m.db", "e", str(tmp_path / "a"), str(tmp_path / "parent.json"), "t")
+    for key, value in asdict(settings).items():
+        monkeypatch.setenv(f"{ENV_PREFIX}{key.upper()}", value)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", settings.tracking_uri)
+    return settings
+
+
+def test_group_job_writes_the_per_setting_jobs_bytes(tmp_path, monkeypatch):
+    """`ltopd evaluate-group` == one `ltopd evaluate` per setting, byte for byte; one MLflow run
+    per setting, named as before."""
+    settings = _env(tmp_path, monkeypatch)
+    tok = None
+    for bench in ("pope", "mmbench"):
+        records = build_records(bench, {"n": 6}, 0, {"image_size": 128})
+        save_records(records, tmp_path / "records" / bench)
+        tok = tok or build_tokenizer([r["question"] for r in records] * 3, 400)
+    save_backbone(twin_backbone("qwen35-tiny", tok, seed=0), tmp_path / "model")
+    spec = json.dumps({"profile": "t", "reduction": {"floor": 1}, "evaluation": {"batch_size": 4}})
+    common = ["--spec", spec, "--backbone", "b", "--model", str(tmp_path / "model"), "--method", "divprune"]
+    grid = [(b, bench) for bench in ("pope", "mmbench") for b in (0.05, 0.2)]
+    targets = [{"budget": b, "benchmark": bench, "records": str(tmp_path / "records" / bench),
+                "out_dir": str(tmp_path / "group" / bench / f"{b:g}")} for b, bench in grid]
+    assert main(["evaluate-group", *common, "--seed", "0", "--settings", json.dumps(targets)]) == 0
+    for b, bench in grid:
+        one = tmp_path / "one" / bench / f"{b:g}"
+        assert main(["evaluate", *common, "--records", str(tmp_path / "records" / bench), "--budget", str(b),
+                     "--benchmark", bench, "--seed", "0", "--out-dir", str(one)]) == 0
+        group = tmp_path / "group" / bench / f"{b:g}"
+        assert (group / "predictions.jsonl").read_bytes() == (one / "predictions.jsonl").read_bytes()
+        m_group, m_one = (json.loads((d / "metrics.json").read_text()) for d in (group, one))
+        timing = {"wall_s", "questions_per_s", "settings_per_pass"}
+        assert {k: v for k, v in m_group.items() if k not in timing} == {k: v for k, v in m_one.items() if k not in timing}
+        assert m_group["settings_per_pass"] == 2 and m_one["settings_per_pass"] == 1
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(settings.tracking_uri)
+    exp = client.get_experiment_by_name("e")
+    names = sorted(r.info.run_name for r in client.search_runs([exp.experiment_id]))
+    assert names.count("divprune@5% pope s0 b (evaluate)") == 2 and len(names) == 8
+
+
+def test_groups_cover_the_grid_once():
+    from ltopd import config, grid
+
+    for profile in ("config/default.yaml", "config/smoke.yaml", "config/paper.yaml"):
+        cfg = config.load(profile)
+        groups = grid.eval_groups(cfg)
+        flat = [j for jobs in groups.values() for j in jobs]
+        assert sorted(map(repr, flat)) == sorted(map(repr, grid.eval_jobs(cfg)))
+        assert all({(j.backbone, j.method, j.seed) for j in jobs} == {key} for key, jobs in groups.items())
+        names = [grid.group_name(*key) for key in groups]
+        assert len(set(names)) == len(names) and all(n.isidentifier() for n in names)
