@@ -2,7 +2,7 @@
 
     python benchmarks/pipeline_time.py --workdir /tmp/clone [--run --cores 2] [--flops]
 
---run first runs `snakemake --cores N --logger ltopd results/table2.csv` in --workdir (a clean
+--run first runs `snakemake --cores N --logger=ltopd results/table2.csv` in --workdir (a clean
 clone: "from empty") and times it. Then, from <out_root>/logs/**/*.benchmark.tsv (every rule
 writes one), it prints per stage (LT-14K, twins, trainings, evaluations, tables) the jobs, their
 summed wall and CPU seconds, and per job class the mean CPU-seconds per job. --flops measures the
@@ -121,7 +121,7 @@ def main() -> None:
     run_wall = None
     if args.run:
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", args.cores, "--logger", "ltopd",
+        proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", args.cores, "--logger=ltopd",
                                args.target], cwd=args.workdir)
         run_wall = time.perf_counter() - start
         if proc.returncode:

@@ -265,14 +265,17 @@ def test_dvc_graph_and_dry_run_on_a_fresh_clone(tmp_path):
     assert "Running stage 'lt14k'" in proc.stdout and "Running stage 'table2'" in proc.stdout
 
 
-def test_dvc_exp_run_varies_a_parameter(snake_run, tmp_path):
+def test_dvc_exp_run_varies_a_parameter(tmp_path):
+    import csv
+    import io
+
     fresh = _clone(tmp_path / "exp")
     _run(["dvc", "exp", "run", "pipelines/smoke/dvc.yaml:lt14k", "-S", "config/smoke.yaml:lt14k.pool_factor=3.0",
           "-n", "pool3"], fresh)
-    table = _run(["dvc", "exp", "show", "--csv"], fresh).stdout.splitlines()
-    header, rows = table[0].split(","), [r.split(",") for r in table[1:]]
-    column = header.index("config/smoke.yaml:lt14k.pool_factor")
-    assert any(r[0] == "pool3" and r[column] == "3.0" for r in rows), table
+    rows = list(csv.DictReader(io.StringIO(_run(["dvc", "exp", "show", "--csv"], fresh).stdout)))
+    exp = [r for r in rows if r["Experiment"] == "pool3"]
+    assert exp and exp[0]["config/smoke.yaml:lt14k.pool_factor"] == "3.0", rows
+    assert exp[0]["runs/smoke/metrics/lt14k.json:num_questions"] == "140"
 
 
 def test_a_killed_training_job_resumes_to_the_pipelines_weights(snake_run, tmp_path):

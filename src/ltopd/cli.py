@@ -7,7 +7,9 @@ Snakemake passes them, as `--spec` JSON holding just the config sections the job
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -303,6 +305,13 @@ def _table(args: argparse.Namespace) -> int:
     return 0
 
 
+class NoRun:
+    """The MLflow handle of a non-main rank: it logs nothing (rank 0 logs the run)."""
+
+    def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
+        pass
+
+
 @command("train", "train one method's student from a backbone on LT-14K (resumes from its checkpoints)")
 def _train(args: argparse.Namespace) -> int:
     import torch
@@ -321,8 +330,10 @@ def _train(args: argparse.Namespace) -> int:
     key = {"backbone": args.backbone, "method": args.method, "seed": str(args.seed)}
     batches = json.loads((Path(args.data) / "manifest.json").read_text())["num_batches"]
     steps = job.total_updates(spec["training"], batches)
-    with job_run(settings, args.rule, key, spec, inputs={"model": args.model, "lt14k": args.data}) as run, \
-            progress_bar(steps, f"train {args.method}", "update") as bar:
+    main = int(os.environ.get("RANK", "0")) == 0  # under `accelerate launch`, rank 0 logs and writes
+    tracked = job_run(settings, args.rule, key, spec, inputs={"model": args.model, "lt14k": args.data}) if main \
+        else contextlib.nullcontext(NoRun())
+    with tracked as run, progress_bar(steps, f"train {args.method}", "update", enabled=main) as bar:
         def on_step(log):
             run.log_metrics(log.metrics, step=log.step)
             bar.set_postfix(loss=f"{log.metrics['loss']:.4f}", r=f"{log.metrics['keep_ratio']:.3f}", refresh=False)
@@ -335,10 +346,12 @@ def _train(args: argparse.Namespace) -> int:
             print(f"stopped after {args.stop_after} of {total} updates; checkpoints in {args.checkpoints}, "
                   f"no student written (rerun without --stop-after to resume)")
             return 0
-        save_backbone(student, args.out)
         summary = {"updates": total, "budget": args.budget,
                    **{f"last_{k}": v for k, v in (logs[-1].metrics if logs else {}).items()},
                    "wall_s": sum(l.metrics["step_s"] for l in logs)}
+        if not main:
+            return 0
+        save_backbone(student, args.out)
         write_json(args.metrics, summary)
     print(f"{args.method} on {args.backbone} (seed {args.seed}): {total} updates to budget {args.budget:g}, "
           f"{len(logs)} run now; last loss {summary.get('last_loss', float('nan')):.4f} -> {args.out}")

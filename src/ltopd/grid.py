@@ -339,7 +339,9 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
             "deps": [config_file, "Snakefile", "workflow/rules/data.smk", "src/ltopd/data"],
             "params": [{config_file: ["lt14k", "world"]}],
             "outs": [{p["lt14k"]: {"persist": True}}],
-            "metrics": [{p["lt14k_metrics"]: {"cache": False, "persist": True}}],
+            # the default profile's LT-14K fingerprint is committed to git (.gitignore); other
+            # profiles write under runs/ (ignored), so DVC caches theirs
+            "metrics": [{p["lt14k_metrics"]: {"persist": True, **({"cache": False} if cfg["out_root"] == "." else {})}}],
         },
     }
     tw = twins(cfg)

@@ -151,5 +151,7 @@ def train_launcher(wildcards):
     dist = config.get("training", {}).get("distributed") or {"strategy": "none", "num_processes": 1}
     if dist["strategy"] == "none" or dist["num_processes"] == 1:
         return "ltopd"
+    if dist.get("launcher") == "torchrun":  # CPU processes (gloo); data parallel, no sharding
+        return f"torchrun --nproc_per_node {dist['num_processes']} -m ltopd.cli"
     fsdp = " --use_fsdp" if dist["strategy"] == "fsdp" and wildcards.method != "llava_mini" else ""
     return f"accelerate launch --num_processes {dist['num_processes']}{fsdp} -m ltopd.cli"

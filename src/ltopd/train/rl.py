@@ -130,6 +130,7 @@ class RLTrainer(Trainer):
         total, clipped = 0.0, []
         for i, mb in enumerate(parts):
             if i:
+                self.sync_gradients()
                 acc.clip_grad_norm_(self.params, cfg.grad_clip)
                 self.optimizer.step()
                 self.optimizer.zero_grad(set_to_none=True)

@@ -90,8 +90,27 @@ class Trainer:
         self.student, self.method, self.cfg, self.total_steps = student, method, cfg, total_steps
         self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
         optimizer = build_optimizer(student.model, cfg.lrs, cfg.weight_decay, cfg.betas)
-        student.model, self.optimizer = self.accelerator.prepare(student.model, optimizer)
+        from accelerate.utils import DistributedType
+
+        self.sharded = self.accelerator.distributed_type == DistributedType.FSDP
+        if self.sharded:  # FSDP2 shards the model in place: the Backbone keeps its module
+            student.model, self.optimizer = self.accelerator.prepare(student.model, optimizer)
+        else:
+            # Data parallel without a wrapper: the family ops reach into the bare model's
+            # submodules, which a DistributedDataParallel wrapper hides; sync_gradients() averages
+            # the gradients over the ranks instead (what DDP's all-reduce does).
+            student.model.to(self.accelerator.device)
+            self.optimizer = self.accelerator.prepare(optimizer)
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
+
+    def sync_gradients(self) -> None:
+        """Average every parameter's gradient over the ranks (a no-op in one process); a rank
+        that left a parameter unused contributes zeros, as DDP does."""
+        if self.sharded or self.accelerator.num_processes == 1:
+            return
+        for p in self.params:
+            grad = p.grad if p.grad is not None else torch.zeros_like(p)
+            p.grad = self.accelerator.reduce(grad, "mean")
 
     def keep_ratio(self, step: int) -> float:
         """The student's budget at ``step``; capped at 1 (a large target budget times 2a + 1)."""
@@ -122,7 +141,13 @@ class Trainer:
         return int(state["step"])
 
     def save_checkpoint(self, ckpt_dir: Path, step: int) -> None:
-        """Write ``ckpt_dir/step-XXXXXX`` atomically, then drop older ones."""
+        """Write ``ckpt_dir/step-XXXXXX`` atomically, then drop older ones (the main process
+        writes; every rank waits for it, so all resume from the same state)."""
+        if self.accelerator.is_main_process:
+            self._write_checkpoint(ckpt_dir, step)
+        self.accelerator.wait_for_everyone()
+
+    def _write_checkpoint(self, ckpt_dir: Path, step: int) -> None:
         dest = ckpt_dir / f"step-{step:06d}"
         with atomic_dir(dest) as tmp:
             torch.save(self.state(step), tmp / "state.pt")
@@ -158,10 +183,13 @@ class Trainer:
                 tb = time.perf_counter()
                 self.accelerator.backward(loss)
                 metrics["student_s"] = metrics.pop("student_forward_s", 0.0) + time.perf_counter() - tb
+            self.sync_gradients()
             grad_norm = self.accelerator.clip_grad_norm_(self.params, self.cfg.grad_clip)
             self.optimizer.step()
             self.after_step()
-            metrics.update(loss=float(loss.detach()), keep_ratio=ratio, grad_norm=float(grad_norm),
+            # the update's loss over all ranks' questions (each rank computed its shard's mean)
+            metrics.update(loss=float(self.accelerator.reduce(loss.detach(), "mean")), keep_ratio=ratio,
+                           grad_norm=float(grad_norm),
                            step_s=time.perf_counter() - t0, **{f"lr_{k}": v for k, v in lrs.items()})
             log = StepLog(step + 1, metrics)
             logs.append(log)
