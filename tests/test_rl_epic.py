@@ -15,7 +15,8 @@ from ltopd.train.reward import correctness_reward
 from ltopd.train.rl import RLParams, RLTrainer
 from ltopd.train.rollout import rollout
 from ltopd.train.scoring import encode_responses, score
-from ltopd.train.trainer import TrainConfig, make_trainer, step_seed
+from ltopd.train.families import make_trainer
+from ltopd.train.trainer import TrainConfig, step_seed
 
 from test_trainer import CFG, backbone, records, tok  # noqa: F401  (fixtures)
 

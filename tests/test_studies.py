@@ -219,7 +219,7 @@ def test_flops_figure_written(tmp_path) -> None:
 # -- CLI ----------------------------------------------------------------------------------------
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    from ltopd.report import cli as report_cli
+    from ltopd.pipeline import study_jobs as report_cli
 
     p = argparse.ArgumentParser()
     report_cli.add_parser(p.add_subparsers(dest="cmd", required=True))
@@ -247,7 +247,7 @@ def mlflow_env(tmp_path, monkeypatch) -> None:
 
 
 def test_cli_study_figure4_figure1(tmp_path, mlflow_env, capsys) -> None:
-    from ltopd.report import cli as report_cli
+    from ltopd.pipeline import study_jobs as report_cli
 
     spec = {"profile": "test", "grid": {"backbones": ["b1"], "benchmarks": ["x", "y"], "budgets": [0.1, 0.05]},
             "seeds": [0], "studies": {"table3": {"backbones": ["b1", "b2"]},

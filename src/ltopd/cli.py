@@ -493,10 +493,10 @@ def _parser() -> argparse.ArgumentParser:
             s.add_argument("--backbone", required=True, help="a backbone of the profile that has a `twin`")
             s.add_argument("--tokenizer", required=True, help="folder written by build-tokenizer")
             s.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    from ltopd.efficiency import cli as efficiency_cli  # `ltopd table5 measure|build`
+    from ltopd.pipeline import efficiency_jobs as efficiency_cli  # `ltopd table5 measure|build`
 
     efficiency_cli.add_parser(sub)
-    from ltopd.report import cli as report_cli  # `ltopd study|figure4|figure1`
+    from ltopd.pipeline import study_jobs as report_cli  # `ltopd study|figure4|figure1`
 
     report_cli.add_parser(sub)
     return p
@@ -508,11 +508,11 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.cmd == "table5":
-            from ltopd.efficiency import cli as efficiency_cli
+            from ltopd.pipeline import efficiency_jobs as efficiency_cli
 
             return efficiency_cli.run(args)
         if args.cmd in ("study", "figure4", "figure1"):
-            from ltopd.report import cli as report_cli
+            from ltopd.pipeline import study_jobs as report_cli
 
             return report_cli.run(args)
         return COMMANDS[args.cmd][0](args)

@@ -45,19 +45,6 @@ def _explain(err: jsonschema.ValidationError) -> str:
     return f"{key}: {err.message}"
 
 
-def from_section(cls: type, name: str, section: dict[str, Any] | None, **converted: Any) -> Any:
-    """Dataclass ``cls`` from a profile's ``name`` section (None: the defaults); unknown keys are
-    named with the allowed ones. ``converted`` overrides values after the check (e.g. tuples)."""
-    import dataclasses
-
-    s = dict(section or {})
-    allowed = sorted(f.name for f in dataclasses.fields(cls))
-    unknown = sorted(set(s) - set(allowed))
-    if unknown:
-        raise ValueError(f"{name}: unknown key(s) {unknown}; allowed: {allowed}")
-    return cls(**{**s, **{k: v for k, v in converted.items() if k in s}})
-
-
 def validate(cfg: Any, source: str = "<config>") -> dict[str, Any]:
     """Validate a loaded profile; raise ConfigError listing every problem."""
     validator = jsonschema.Draft202012Validator(schema())

@@ -384,7 +384,7 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
         eff, measured = cfg["efficiency"], efficiency_backbones(cfg)
         stages["table5"] = {
             "cmd": f"{snake} -- {' '.join(table5_targets(cfg))}",
-            "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk", "src/ltopd/efficiency",
+            "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk", "src/ltopd/efficiency", "src/ltopd/pipeline",
                      "src/ltopd/models", "src/ltopd/selectors", eff["analytic_config"]]
             + [model_path(cfg, b) for b in measured if b in tw or b in released(cfg)],
             "params": [{config_file: ["efficiency", "reduction", "grid"]}],

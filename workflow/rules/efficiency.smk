@@ -1,7 +1,7 @@
 # Efficiency (Table 5, Appendix E): the measured protocol on each backbone of `efficiency.backbones`
 # (default: the grid's), then results/table5.csv/.md with the paper's rows and the analytic
 # Qwen3.5-4B rows (config/models/qwen3_5_4b.json) beside ours.
-from ltopd.efficiency.cli import settings as efficiency_settings
+from ltopd.pipeline.efficiency_jobs import settings as efficiency_settings
 
 EFFICIENCY = efficiency_settings(config)
 EFFICIENCY_BACKBONES = grid.efficiency_backbones(config)
@@ -11,7 +11,7 @@ rule efficiency:
     input:
         model=base_model,
         records=PATHS["bench"].format(benchmark=EFFICIENCY["benchmark"], seed=config["seeds"][0]),
-        code=code("efficiency", "models", "selectors") + ["src/ltopd/cli.py"],
+        code=code("efficiency", "models", "selectors") + ["src/ltopd/cli.py", "src/ltopd/pipeline/efficiency_jobs.py"],
     output:
         PATHS["efficiency"],
     params:
@@ -41,7 +41,7 @@ rule table5:
     input:
         measurements=expand(PATHS["efficiency"], backbone=EFFICIENCY_BACKBONES),
         analytic=EFFICIENCY["analytic_config"],
-        code=code("efficiency", "report") + ["src/ltopd/cli.py"],
+        code=code("efficiency", "report") + ["src/ltopd/cli.py", "src/ltopd/pipeline/efficiency_jobs.py"],
     output:
         csv=PATHS["table5"],
         md=PATHS["table5_md"],

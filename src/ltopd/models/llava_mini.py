@@ -41,7 +41,7 @@ class LlavaMiniConfig:
 
     @classmethod
     def from_section(cls, section: dict[str, Any] | None) -> "LlavaMiniConfig":
-        from ltopd.config import from_section
+        from ltopd.sections import from_section
 
         return from_section(cls, "llava_mini", section)
 

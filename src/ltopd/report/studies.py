@@ -1,6 +1,6 @@
 """The paper's comparisons outside Table 2 (grid.STUDIES): Tables 3, 4, 6 and 14 (Table 2's
 arithmetic per backbone), Figure 4's compression-gap recovery, and Figure 1 right (prefill FLOPs
-ratio vs average retain ratio). Pure builders: the CLI (report/cli.py) reads and writes files."""
+ratio vs average retain ratio). Pure builders: the job (pipeline/study_jobs.py) reads and writes files."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ import torch
 from ltopd.models.prompt import build_target
 from ltopd.train.losses import epic_loss
 from ltopd.train.scoring import encode_responses, score
-from ltopd.train.trainer import Trainer, register, step_seed
+from ltopd.train.trainer import Trainer, step_seed
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class EpicParams:
 
     @classmethod
     def from_section(cls, section: Mapping[str, Any] | None) -> "EpicParams":
-        from ltopd.config import from_section
+        from ltopd.sections import from_section
 
         return from_section(cls, "epic", section)
 
@@ -61,7 +61,6 @@ def teacher_reduction(student_reduction: float, p: float, params: EpicParams) ->
     return max(student_reduction - gap, 0.0)
 
 
-@register("epic")
 class EpicTrainer(Trainer):
     def __init__(self, student, method, cfg, total_steps):
         super().__init__(student, method, cfg, total_steps)

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ltopd.train.methods import method_spec
-from ltopd.train.trainer import StepLog, TrainConfig, make_trainer
+from ltopd.train.families import make_trainer
+from ltopd.train.trainer import StepLog, TrainConfig
 
 
 def lt14k_batches(path: str | Path) -> list[list[dict]]:

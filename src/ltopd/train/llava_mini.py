@@ -9,10 +9,9 @@ from dataclasses import replace
 import torch
 
 from ltopd.models.llava_mini import LlavaMiniConfig, adapter_of, attach
-from ltopd.train.trainer import SFTTrainer, register
+from ltopd.train.trainer import SFTTrainer
 
 
-@register("llava_mini")
 class LlavaMiniTrainer(SFTTrainer):
     def __init__(self, student, method, cfg, total_steps):
         mini = LlavaMiniConfig.from_section(cfg.method_params)

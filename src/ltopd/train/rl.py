@@ -18,13 +18,13 @@ from typing import Any
 
 import torch
 
-from ltopd.config import from_section
+from ltopd.sections import from_section
 from ltopd.models.hook import Selection
 from ltopd.train import rl_losses
 from ltopd.train.reward import correctness_reward
 from ltopd.train.rollout import concat, rollout, rows_of
 from ltopd.train.scoring import encode_responses, score
-from ltopd.train.trainer import Trainer, register, step_seed
+from ltopd.train.trainer import Trainer, step_seed
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,6 @@ def policy_loss(name: str, p: RLParams, logp, old_logp, adv, mask) -> torch.Tens
     return rl_losses.dapo_loss(logp, old_logp, adv, mask, *p.dapo_clip, dual_clip=p.dual_clip)
 
 
-@register("rl")
 class RLTrainer(Trainer):
     def __init__(self, student, method, cfg, total_steps):
         super().__init__(student, method, cfg, total_steps)

@@ -1,5 +1,6 @@
 """The training loop every method shares: data order, budget schedule, optimiser, teacher,
-checkpoints and resume. The two method families differ only in ``step_loss``.
+checkpoints and resume. Method families differ only in ``step_loss``: distillation and SFT here,
+RL, EPIC and LLaVA-Mini in their own modules (train/families.py maps each family to its class).
 
 Determinism: update s seeds its rollout sampling and random selectors with (seed, s), and the
 batches come in LT-14K's sampler order, so a run resumed from a checkpoint ends with the same
@@ -301,20 +302,3 @@ class SFTTrainer(Trainer):
         loss = masked_mean_per_sequence_then_batch(-logp, scored.mask)
         lengths = scored.mask.sum(1).float()
         return loss, {"student_forward_s": time.perf_counter() - t0, "mean_response_len": float(lengths.mean())}
-
-
-TRAINERS: dict[str, type[Trainer]] = {"distill": DistillTrainer, "sft": SFTTrainer}
-
-
-def register(family: str):
-    """Class decorator: the trainer of a method family (the rl and epic modules register here)."""
-    def add(cls: type[Trainer]) -> type[Trainer]:
-        TRAINERS[family] = cls
-        return cls
-    return add
-
-
-def make_trainer(student: Backbone, method: MethodSpec, cfg: TrainConfig, total_steps: int) -> Trainer:
-    from ltopd.train import epic, llava_mini, rl  # noqa: F401  (register their families)
-
-    return TRAINERS[method.family](student, method, cfg, total_steps)

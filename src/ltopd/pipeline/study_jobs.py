@@ -1,6 +1,6 @@
 """`ltopd study|figure4|figure1`: the tables and figures of grid.STUDIES and Figure 1 right.
 
-Wired into ltopd.cli like efficiency/cli.py (add_parser + run):
+Wired into ltopd.cli like pipeline/efficiency_jobs.py (add_parser + run):
 ``ltopd study --study table3 --spec JSON --results ... --out CSV --markdown MD``,
 ``ltopd figure4 --spec JSON --results ... --out CSV --figure PNG``,
 ``ltopd figure1 --spec JSON --results ... [--analytic-config JSON] --out CSV --figure PNG``.
@@ -95,7 +95,7 @@ def figure4(args: argparse.Namespace) -> int:
 def figure1(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_file
     from ltopd.efficiency.analytic import TextArch
-    from ltopd.efficiency.cli import settings as efficiency_settings
+    from ltopd.pipeline.efficiency_jobs import settings as efficiency_settings
     from ltopd.report import figures, studies, table2
     from ltopd.tracking import job_run
 

@@ -1,0 +1,109 @@
+"""The package's import graph has no cycles (every import counted, lazy ones too), and library
+packages never import the orchestration layer (ltopd.pipeline, ltopd.cli).
+
+    python -m pytest tests/test_imports.py   # prints the cycle if one appears
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+ORCHESTRATION = ("ltopd.pipeline", "ltopd.cli")
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for f in (SRC / "ltopd").rglob("*.py"):
+        parts = f.relative_to(SRC).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the ltopd modules it imports. `from pkg import sub` counts the submodule (not
+    the package's __init__) when sub is a module."""
+    mods = modules()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in mods]
+                targets = subs if len(subs) == len(node.names) else [base, *subs]
+            else:
+                continue
+            for t in targets:
+                while t and t not in mods:
+                    t = t.rpartition(".")[0]
+                if t.startswith("ltopd") and t != name:
+                    graph[name].add(t)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    comp.append(m)
+                    if m == node:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def test_cycle_finder_finds_a_hand_made_cycle():
+    g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(g) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles():
+    assert cycles(import_graph()) == []
+
+
+def test_library_never_imports_the_orchestration_layer():
+    graph = import_graph()
+    offenders = {m: sorted(d for d in deps if d.startswith(ORCHESTRATION))
+                 for m, deps in graph.items() if not m.startswith(ORCHESTRATION) and m != "ltopd"}
+    assert {m: d for m, d in offenders.items() if d} == {}
