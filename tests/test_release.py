@@ -193,3 +193,28 @@ def test_a_clean_clone_uses_the_committed_releases(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     jobs = _scheduled(proc.stdout + proc.stderr)
     assert {"evaluate", "table2"} <= jobs and not {"release_twin", "pretrain_twin", "tokenizer"} & jobs
+
+
+def test_a_twin_can_carry_its_own_stages():
+    from ltopd.models.release import recipe, twin_spec
+
+    own = [{"name": "mix", "steps": 5, "lr": 0.001, "tasks": ["color"]}]
+    spec = {"pretrain": {"seed": 0, "stages": [{"name": "base", "steps": 3, "lr": 0.002, "tasks": ["exists"]}]},
+            "world": {"image_size": 128},
+            "backbones": {"a": {"twin": "qwen35-tiny", "release": True, "pretrain_stages": own},
+                          "b": {"twin": "glm46v-tiny", "release": True}}}
+    assert twin_spec(spec, "a")["pretrain"]["stages"] == own
+    assert recipe(spec, "a") == {"backbone": "a", "entry": {"twin": "qwen35-tiny"}, "world": {"image_size": 128},
+                                 "pretrain": {"seed": 0, "stages": own}}
+    assert recipe(spec, "b")["pretrain"] == spec["pretrain"]  # the others keep the profile's stages
+
+
+def test_bad_own_stages_are_named(tmp_path):
+    from ltopd import config
+
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg["backbones"]["qwen35-tiny"]["pretrain_stages"] = [{"name": "x", "steps": 1, "lr": 0.001, "tasks": ["colour"]}]
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    with pytest.raises(config.ConfigError, match=r"backbones\.qwen35-tiny\.pretrain_stages\.0\.tasks: \['colour'\] unknown"):
+        config.load(path)

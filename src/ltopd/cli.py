@@ -128,6 +128,9 @@ def _pretrain_twin(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(args.threads)  # Snakemake's `threads`: parallel 1-thread jobs beat one 2-thread job on small CPUs
     spec, settings = _job_inputs(args, ("backbones", "pretrain", "reduction", "world"))
+    from ltopd.models.release import twin_spec
+
+    spec = twin_spec(spec, args.backbone)  # the twin's own stages, if its entry has them
     twin = spec["backbones"][args.backbone]["twin"]
     tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
     total = sum(s["steps"] for s in spec["pretrain"]["stages"])
@@ -170,6 +173,9 @@ def _release_twin(args: argparse.Namespace) -> int:
     if not entry.get("twin"):
         raise SystemExit(f"backbones.{args.backbone}: no `twin` to release; twins: "
                          f"{sorted(b for b, e in spec['backbones'].items() if e.get('twin'))}")
+    from ltopd.models.release import twin_spec
+
+    spec = twin_spec(spec, args.backbone)  # the twin's own stages, if its entry has them
     tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
     total = sum(s["steps"] for s in spec["pretrain"]["stages"])
     with job_run(settings, args.rule, {"backbone": args.backbone}, spec,

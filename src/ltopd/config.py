@@ -183,18 +183,9 @@ def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
         twins = [n for n, bb in cfg["backbones"].items() if bb.get("twin")]
         return out + ([f"pretrain: required because backbones {twins} are tiny twins to pretrain"] if twins else [])
     pt = cfg["pretrain"]
-    for i, stage in enumerate(pt["stages"]):
-        bad = [t for t in stage.get("tasks", []) if t not in TASKS]
-        unknown = [b for b in stage.get("bench", []) if b not in BENCHMARKS]
-        if unknown:
-            out.append(f"pretrain.stages.{i}.bench: {unknown} unknown; allowed values: {list(BENCHMARKS)}")
-        if bad:
-            out.append(f"pretrain.stages.{i}.tasks: {bad} unknown; allowed values: {sorted(TASKS)}")
-        world = {**cfg["world"], **stage.get("world", {})}
-        problems = _world_problems(world)
-        out += [f"pretrain.stages.{i}.{p}" for p in problems]
-        if not bad and not problems:
-            out += [f"pretrain.stages.{i}: {p}" for p in _unaskable(stage.get("tasks", []), world)]
+    out += _stage_problems("pretrain.stages", pt["stages"], cfg["world"])
+    for name, bb in cfg["backbones"].items():
+        out += _stage_problems(f"backbones.{name}.pretrain_stages", bb.get("pretrain_stages") or [], cfg["world"])
     out += [f"pretrain.heldout.{p}" for p in _world_problems({**cfg["world"], **pt["heldout"].get("world", {})})]
     bad = [t for t in pt["heldout"]["tasks"] if t not in TASKS]
     if bad:
@@ -202,6 +193,26 @@ def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
     bad = [s for s in pt["heldout"]["selectors"] if s not in SELECTORS]
     if bad:
         out.append(f"pretrain.heldout.selectors: {bad} unknown; allowed values: {sorted(SELECTORS)}")
+    return out
+
+
+def _stage_problems(key: str, stages: list[dict[str, Any]], base_world: dict[str, Any]) -> list[str]:
+    from ltopd.data.world import TASKS
+    from ltopd.grid import BENCHMARKS
+
+    out = []
+    for i, stage in enumerate(stages):
+        bad = [t for t in stage.get("tasks", []) if t not in TASKS]
+        unknown = [b for b in stage.get("bench", []) if b not in BENCHMARKS]
+        if unknown:
+            out.append(f"{key}.{i}.bench: {unknown} unknown; allowed values: {list(BENCHMARKS)}")
+        if bad:
+            out.append(f"{key}.{i}.tasks: {bad} unknown; allowed values: {sorted(TASKS)}")
+        world = {**base_world, **stage.get("world", {})}
+        problems = _world_problems(world)
+        out += [f"{key}.{i}.{p}" for p in problems]
+        if not bad and not problems:
+            out += [f"{key}.{i}: {p}" for p in _unaskable(stage.get("tasks", []), world)]
     return out
 
 

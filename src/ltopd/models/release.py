@@ -64,8 +64,20 @@ def weight_hashes(folder: Path) -> dict[str, str]:
     return {p.name: sha256_file(p) for p in sorted(folder.glob("*.safetensors"))}
 
 
+def twin_spec(spec: Mapping[str, Any], backbone: str) -> dict[str, Any]:
+    """`spec` as `backbone`'s twin is built: the entry's own `pretrain_stages`, when it has them,
+    replace the profile's pretrain.stages (twins of one profile can have different recipes)."""
+    entry = spec["backbones"][backbone]
+    if not entry.get("pretrain_stages"):
+        return dict(spec)
+    own = {k: v for k, v in entry.items() if k != "pretrain_stages"}
+    return {**spec, "pretrain": {**spec["pretrain"], "stages": entry["pretrain_stages"]},
+            "backbones": {**spec["backbones"], backbone: own}}
+
+
 def recipe(spec: Mapping[str, Any], backbone: str) -> dict[str, Any]:
     """The part of a profile that determines a twin's weights."""
+    spec = twin_spec(spec, backbone)
     entry = {k: v for k, v in spec["backbones"][backbone].items() if k != "release"}
     return {"backbone": backbone, "entry": entry, "pretrain": spec["pretrain"], "world": spec["world"]}
 
