@@ -17,6 +17,7 @@ import time
 import torch
 
 from ltopd import config
+from ltopd.grid import target_budget
 from ltopd.train import job
 from ltopd.train.methods import TRAINED, method_spec
 
@@ -52,7 +53,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     cfg = config.load(args.config)
-    budget = min(cfg["grid"]["budgets"])
+    budget = target_budget(cfg)
     cols = ("rollout_s", "teacher_s", "student_s", "optim_s", "step_s", "first_step_s", "run_min")
     print(f"profile {cfg['profile']}: {args.model}, budget {budget:g}, {args.updates} updates per method, "
           f"{args.threads} thread(s); seconds per update (mean after the first)")

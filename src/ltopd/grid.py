@@ -61,6 +61,11 @@ def eval_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
                 yield job
 
 
+def target_budget(cfg: dict[str, Any]) -> float:
+    """The budget trained students train for and are evaluated at: the grid's smallest (5%)."""
+    return float(min(cfg["grid"]["budgets"]))
+
+
 def eval_groups(cfg: dict[str, Any]) -> dict[tuple[str, str, int], list[EvalJob]]:
     """The evaluation jobs grouped by the model they load: (backbone, method, seed) -> its
     (budget, benchmark) settings. One process per group loads the model once and runs each
@@ -79,7 +84,7 @@ def group_name(backbone: str, method: str, seed: int) -> str:
 def grid_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
     """The evaluations of the `grid` section alone (Table 2's)."""
     g = cfg["grid"]
-    lowest = min(g["budgets"])
+    lowest = target_budget(cfg)
     trained = [lowest, 1.0] if g.get("student_full_tokens") else [lowest]
     for bb, m, bench in itertools.product(g["backbones"], g["methods"], g["benchmarks"]):
         family = METHODS[m]
@@ -244,7 +249,7 @@ def study_benchmarks(cfg: dict[str, Any], study: str) -> list[str]:
 
 def study_jobs(cfg: dict[str, Any], study: str) -> Iterator[EvalJob]:
     """Full tokens once (budget 1), every other method at the grid's smallest budget."""
-    lowest = float(min(cfg["grid"]["budgets"]))
+    lowest = target_budget(cfg)
     for bb, m, bench in itertools.product(study_backbones(cfg, study), STUDIES[study].methods,
                                           study_benchmarks(cfg, study)):
         for seed in method_seeds(cfg, m):

@@ -17,7 +17,7 @@ rule efficiency:
     params:
         spec=spec("reduction", efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"},
                   training={"selector": grid.train_selector(config) or "cdpruner"}),
-        budget=min(config["grid"]["budgets"]),
+        budget=grid.target_budget(config),
         seed=config["seeds"][0],
         torch_threads=EFFICIENCY["torch_threads"],
     wildcard_constraints:

@@ -13,7 +13,7 @@ rule train:
         metrics=PATHS["train_metrics"],
     params:
         spec=train_spec,
-        budget=min(config["grid"]["budgets"]),
+        budget=grid.target_budget(config),
         checkpoints=lambda wc: PATHS["checkpoints"].format(**wc),
         launch=train_launcher,
     wildcard_constraints:

@@ -20,10 +20,6 @@ from ltopd.report.retain import Stat
 NO_GAP = "no gap to recover: pruning did not lower the score"
 
 
-def _lowest(cfg: dict[str, Any]) -> float:
-    return float(min(cfg["grid"]["budgets"]))
-
-
 # -- Tables 3, 4, 6, 14 -------------------------------------------------------------------------
 
 def build_study(results: list[dict[str, Any]], cfg: dict[str, Any], study: str) -> tuple[list[dict], list[str]]:
@@ -33,7 +29,7 @@ def build_study(results: list[dict[str, Any]], cfg: dict[str, Any], study: str) 
     methods = grid.STUDIES[study].methods
     backbones = grid.study_backbones(cfg, study)
     benchmarks = grid.study_benchmarks(cfg, study)
-    lowest = _lowest(cfg)
+    lowest = grid.target_budget(cfg)
     ours, notes = [], []
     for bb in backbones:
         rows, bb_notes = table2.build(results, bb, benchmarks, study, methods)
@@ -72,7 +68,7 @@ def recovery(results: list[dict[str, Any]], cfg: dict[str, Any]) -> tuple[list[d
     then mean and sample sd over seeds. A seed whose S_full <= S_pruned has no recovery (nothing
     was lost to pruning); a cell without any defined seed stays empty (NaN)."""
     study = grid.STUDIES["figure4"]
-    lowest = _lowest(cfg)
+    lowest = grid.target_budget(cfg)
     benchmarks = grid.study_benchmarks(cfg, "figure4")
     # score[(backbone, method, benchmark)][seed]; full at budget 1, the others at the smallest budget
     score: dict[tuple[str, str, str], dict[int, float]] = defaultdict(dict)
