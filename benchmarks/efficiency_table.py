@@ -11,8 +11,16 @@ import argparse
 from pathlib import Path
 
 from ltopd.efficiency import table5
-from ltopd.efficiency.analytic import MB, TFLOP, ProtocolTokens, TextArch, keep_count, kv_cache, prefill_flops, \
-    tokens_from_kv
+from ltopd.efficiency.analytic import (
+    MB,
+    TFLOP,
+    ProtocolTokens,
+    TextArch,
+    keep_count,
+    kv_cache,
+    prefill_flops,
+    tokens_from_kv,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,7 +64,8 @@ def main() -> None:
     noncausal = prefill_flops(arch, full_t, causal=False)
     print(f"\npaper: KV {paper['full']['kv_cache_mb']} -> {paper['ltopd']['kv_cache_mb']} MB "
           f"({paper['ltopd']['kv_change_pct']}%), prefill {paper['full']['prefill_tflops']} TFLOPs x "
-          f"{paper['ltopd']['flops_ratio']} (HiPrune {paper['hiprune']['flops_ratio']}, EPIC {paper['epic']['flops_ratio']})")
+          f"{paper['ltopd']['flops_ratio']} (HiPrune {paper['hiprune']['flops_ratio']}, "
+          f"EPIC {paper['epic']['flops_ratio']})")
     print(f"ours:  KV {kv_f.kv_bytes / MB:.2f} -> {kv_r.kv_bytes / MB:.2f} MB "
           f"({100 * (kv_r.kv_bytes / kv_f.kv_bytes - 1):.1f}%), prefill {f_f.tflops:.3f} TFLOPs x "
           f"{f_r.total / f_f.total:.3f} (EPIC, pruned before layer 2: {epic.total / f_f.total:.3f})")

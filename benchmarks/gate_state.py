@@ -39,7 +39,8 @@ def main() -> None:
     gates = release_job.twin_gates(backbone, cfg)
     s = gates["settings"]
     reduced = reduced_key(s)
-    print(f"{args.twin} after {state['steps']} updates ({state['wall_s'] / 60:.0f} min), {s['n']} items per benchmark\n")
+    print(f"{args.twin} after {state['steps']} updates ({state['wall_s'] / 60:.0f} min), "
+          f"{s['n']} items per benchmark\n")
     print(f"| benchmark | question-only | full | {reduced} | full - QO (SE) | gate |\n|---|---|---|---|---|---|")
     for bench, g in gates["benchmarks"].items():
         print(f"| {bench} | {g['question_only']:.1f} | {g['full']:.1f} | {g[reduced]:.1f} | "

@@ -91,7 +91,8 @@ def flop_table(workdir: Path, items: int) -> str:
     floor, batch = cfg["reduction"]["floor"], cfg["evaluation"]["batch_size"]
     peak = gemm_flops()
     lines = [f"{backbone}, one thread; GEMM rate of this core: {peak / 1e9:.1f} GFLOP/s", "",
-             "| benchmark | settings in one pass | FLOPs per question | FLOP-bound q/CPU-s | measured q/CPU-s | % of bound |",
+             "| benchmark | settings in one pass | FLOPs per question | FLOP-bound q/CPU-s "
+             "| measured q/CPU-s | % of bound |",
              "|---|---|---|---|---|---|"]
     for bench in ("gqa", "mmbench"):
         records = synthetic_records(bench, items, 0, cfg["world"])

@@ -11,6 +11,7 @@ import argparse
 import math
 import os
 import time
+from functools import partial
 
 import torch
 
@@ -70,7 +71,7 @@ def main() -> None:
     for n in args.sizes:
         inputs, k = make_inputs(n, args.dim), keep_count(n, 0.05, 1)
         repeats = 1 if n == max(args.sizes) else args.repeats
-        cells = [f"{best_ms(lambda: select(name, inputs, k), repeats):.1f}" for name in names]
+        cells = [f"{best_ms(partial(select, name, inputs, k), repeats):.1f}" for name in names]
         print(f"| {n} | {k} | " + " | ".join(cells) + " |", flush=True)
 
     print("\nCDPruner: matrix-free vs materialised kernel (time ms; peak tensor memory MB)\n")
@@ -79,17 +80,18 @@ def main() -> None:
     for n in args.sizes:
         inputs, k = make_inputs(n, args.dim), keep_count(n, 0.05, 1)
         repeats = 1 if n == max(args.sizes) else args.repeats
-        free_ms = best_ms(lambda: select("cdpruner", inputs, k), repeats)
-        free, free_peak = peak_allocated_bytes(lambda: select("cdpruner", inputs, k))
+        free_ms = best_ms(partial(select, "cdpruner", inputs, k), repeats)
+        free, free_peak = peak_allocated_bytes(partial(select, "cdpruner", inputs, k))
         need = dense_kernel_bytes(n, args.dim)
         if need > DENSE_LIMIT_BYTES:
             dense_cells = [f"skipped (needs {need / 2**30:.1f} GB)"] * 2 + ["-"]
         else:
-            dense_ms = best_ms(lambda: cdpruner_dense(inputs, k), repeats)
-            dense, dense_peak = peak_allocated_bytes(lambda: cdpruner_dense(inputs, k))
+            dense_ms = best_ms(partial(cdpruner_dense, inputs, k), repeats)
+            dense, dense_peak = peak_allocated_bytes(partial(cdpruner_dense, inputs, k))
             dense_cells = [f"{dense_ms:.1f}", f"{dense_peak / 2**20:.1f}", str(torch.equal(free, dense))]
         print(
-            f"| {n} | {k} | {free_ms:.1f} | {dense_cells[0]} | {free_peak / 2**20:.1f} | {dense_cells[1]} | {dense_cells[2]} |",
+            f"| {n} | {k} | {free_ms:.1f} | {dense_cells[0]} | {free_peak / 2**20:.1f} | {dense_cells[1]} "
+            f"| {dense_cells[2]} |",
             flush=True,
         )
 

@@ -32,8 +32,8 @@ def measure(model: str, data: str, method: str, training: dict, budget: float, f
     logs = trainer.fit(batches, None, stop_after=updates)  # no checkpoints: timing only
     wall = time.perf_counter() - t0
     kept = logs[1:] or logs
-    row = {p: statistics.mean(l.metrics.get(p, 0.0) for l in kept) for p in PARTS}
-    row["step_s"] = statistics.mean(l.metrics["step_s"] for l in kept)
+    row = {p: statistics.mean(log.metrics.get(p, 0.0) for log in kept) for p in PARTS}
+    row["step_s"] = statistics.mean(log.metrics["step_s"] for log in kept)
     row["optim_s"] = row["step_s"] - sum(row[p] for p in PARTS)  # clip, AdamW step, EMA
     row["first_step_s"] = logs[0].metrics["step_s"]
     row["run_min"] = row["step_s"] * total / 60

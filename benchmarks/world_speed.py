@@ -10,7 +10,12 @@ import argparse
 import time
 
 from ltopd.data.world import (
-    STYLES, WorldConfig, generate_item, item_rng, render_scene, sample_scene,
+    STYLES,
+    WorldConfig,
+    generate_item,
+    item_rng,
+    render_scene,
+    sample_scene,
 )
 
 

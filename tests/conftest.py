@@ -34,7 +34,8 @@ def make_jsonl_source(folder: Path, n: int = 12) -> Path:
     lines = []
     for i in range(n):
         _img(i).save(folder / "imgs" / f"{i}.png")
-        lines.append(json.dumps({"id": f"q{i}", "image": f"imgs/{i}.png", "question": f"what is {i}?", "answer": str(i)}))
+        lines.append(json.dumps({"id": f"q{i}", "image": f"imgs/{i}.png", "question": f"what is {i}?",
+                                 "answer": str(i)}))
     path = folder / "data.jsonl"
     path.write_text("\n".join(lines) + "\n")
     return path

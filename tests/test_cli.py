@@ -34,15 +34,13 @@ def test_score_refuses_bad_ids(tmp_path):
 
 def test_a_trained_student_is_evaluated_with_the_profiles_training_selector(tmp_path, monkeypatch):
     """The live bug of a hard-coded CDPruner: `training.selector: divprune` must reach evaluate."""
+    from dataclasses import asdict
+
     from ltopd.bench.store import build_records, save_records
     from ltopd.models.loading import save_backbone
     from ltopd.models.tokenizer import build_tokenizer
     from ltopd.models.twins import twin_backbone
-    from ltopd.tracking import Settings
-
-    from dataclasses import asdict
-
-    from ltopd.tracking import ENV_PREFIX
+    from ltopd.tracking import ENV_PREFIX, Settings
 
     settings = Settings(f"sqlite:///{tmp_path}/m.db", "e", str(tmp_path / "a"), str(tmp_path / "parent.json"), "t")
     for key, value in asdict(settings).items():

@@ -39,7 +39,8 @@ def _broken(tmp_path, mutate) -> Path:
     (lambda c: c["lt14k"].update(scal=0.1), ["lt14k", "unknown key(s) ['scal']", "allowed keys", "scale"]),
     (lambda c: c.pop("grid"), ["'grid' is a required property", "required keys"]),
     (lambda c: c["lt14k"].update(scale=0), ["lt14k.scale", "out of range", "> 0", "<= 1"]),
-    (lambda c: c["lt14k"]["sources"]["pixmo"].update(kind="csv"), ["lt14k.sources.pixmo.kind", "allowed values", "jsonl"]),
+    (lambda c: c["lt14k"]["sources"]["pixmo"].update(kind="csv"),
+     ["lt14k.sources.pixmo.kind", "allowed values", "jsonl"]),
     (lambda c: c["grid"]["methods"].append("ltopdd"), ["grid.methods", "'ltopdd'", "allowed values", "cdpruner"]),
     (lambda c: c["grid"].update(budgets=[1.5]), ["grid.budgets.0", "out of range"]),
     (lambda c: c["world"].update(image_sise=64), ["world", "image_sise", "allowed keys"]),
@@ -48,27 +49,37 @@ def _broken(tmp_path, mutate) -> Path:
     (lambda c: c["lt14k"]["sources"]["llava"].update(kind="jsonl"), ["lt14k.sources.llava.path", "required"]),
     (lambda c: c["grid"]["backbones"].append("qwen-huge"), ["grid.backbones", "qwen-huge", "defined backbones"]),
     (lambda c: c["pretrain"]["stages"][0]["tasks"].append("count"), ["pretrain.stages.0", "'count' cannot be posed"]),
-    (lambda c: c["pretrain"]["stages"][1].update(bench=["vqav2"]), ["pretrain.stages.1.bench", "['vqav2'] unknown", "allowed values"]),
+    (lambda c: c["pretrain"]["stages"][1].update(bench=["vqav2"]),
+     ["pretrain.stages.1.bench", "['vqav2'] unknown", "allowed values"]),
     (lambda c: c.update(seeds=[2**38]), ["seeds", "gate and pretraining items", "below"]),
     (lambda c: c["backbones"]["qwen35-tiny"].update(release="yes"), ["backbones.qwen35-tiny.release"]),
-    (lambda c: c["pretrain"]["stages"][0]["tasks"].append("colour"), ["pretrain.stages.0.tasks", "['colour'] unknown", "allowed values"]),
+    (lambda c: c["pretrain"]["stages"][0]["tasks"].append("colour"),
+     ["pretrain.stages.0.tasks", "['colour'] unknown", "allowed values"]),
     (lambda c: c["backbones"]["qwen35-tiny"].update(twin="qwen9"), ["backbones.qwen35-tiny.twin", "allowed values"]),
-    (lambda c: c["evaluation"]["benchmarks"].pop("pope"), ["evaluation.benchmarks", "no entry for grid benchmark 'pope'"]),
+    (lambda c: c["evaluation"]["benchmarks"].pop("pope"),
+     ["evaluation.benchmarks", "no entry for grid benchmark 'pope'"]),
     (lambda c: c["evaluation"]["benchmarks"].update(pope={"n": 7}), ["evaluation.benchmarks.pope.n", "multiple of 2"]),
     (lambda c: c["evaluation"]["benchmarks"].update(pope={"n": 8, "path": "x"}), ["evaluation.benchmarks.pope"]),
-    (lambda c: c["evaluation"]["benchmarks"].update(popee={"n": 8}), ["evaluation.benchmarks", "'popee'", "allowed values"]),
-    (lambda c: c["grid"]["methods"].append("mqt_llava"), ["grid.methods", "'mqt_llava' is not a known method", "allowed values"]),
-    (lambda c: c["studies"]["table4"].update(backbones=["qwen-huge"]), ["studies.table4.backbones", "'qwen-huge'", "defined backbones"]),
-    (lambda c: c["studies"]["table14"].update(benchmarks=["nope"]), ["studies.table14.benchmarks", "'nope'", "allowed values"]),
+    (lambda c: c["evaluation"]["benchmarks"].update(popee={"n": 8}),
+     ["evaluation.benchmarks", "'popee'", "allowed values"]),
+    (lambda c: c["grid"]["methods"].append("mqt_llava"),
+     ["grid.methods", "'mqt_llava' is not a known method", "allowed values"]),
+    (lambda c: c["studies"]["table4"].update(backbones=["qwen-huge"]),
+     ["studies.table4.backbones", "'qwen-huge'", "defined backbones"]),
+    (lambda c: c["studies"]["table14"].update(benchmarks=["nope"]),
+     ["studies.table14.benchmarks", "'nope'", "allowed values"]),
     (lambda c: c["studies"].update(table99={}), ["studies", "table99", "allowed keys"]),
     (lambda c: c["rl"].update(clip_hi=0.3), ["rl", "clip_hi", "allowed keys"]),
     (lambda c: c["rl"].update(overlong_cache=64), ["rl.overlong_cache", "64", "<= 16"]),
     (lambda c: c["training"].update(rollouts=1), ["training.rollouts", "['dapo', 'grpo', 'gspo']", ">= 2"]),
         (lambda c: c.pop("training"), ["training: required", "trained methods", "'ltopd'"]),
-        (lambda c: c["efficiency"].update(backbones=["qwen35-huge"]), ["efficiency.backbones", "'qwen35-huge'", "defined backbones"]),
+        (lambda c: c["efficiency"].update(backbones=["qwen35-huge"]),
+         ["efficiency.backbones", "'qwen35-huge'", "defined backbones"]),
         (lambda c: c["efficiency"].update(benchmark="vqav2"), ["efficiency.benchmark", "'vqav2'", "allowed values"]),
-        (lambda c: c["training"].update(distributed={"strategy": "zero3", "num_processes": 8}), ["training.distributed.strategy", "fsdp"]),
-    (lambda c: c["pretrain"]["stages"][0].update(styles=["fancy"]), ["pretrain.stages.0.styles.0", "allowed values", "onethinker"]),
+        (lambda c: c["training"].update(distributed={"strategy": "zero3", "num_processes": 8}),
+         ["training.distributed.strategy", "fsdp"]),
+    (lambda c: c["pretrain"]["stages"][0].update(styles=["fancy"]),
+     ["pretrain.stages.0.styles.0", "allowed values", "onethinker"]),
 ])
 def test_bad_profiles_name_file_key_and_allowed_values(tmp_path, mutate, expected):
     path = _broken(tmp_path, mutate)
@@ -100,7 +111,8 @@ def test_grid_expansion_rules():
     jobs = list(eval_jobs(cfg))
     assert len(jobs) == len(set(jobs))
     extra = {(j.backbone, j.method, j.budget, j.benchmark) for j in jobs} - {
-        ("qwen35-tiny", m, b, "pope") for m, b in [("full", 1.0), ("cdpruner", 0.2), ("cdpruner", 0.05), ("ltopd", 0.05)]}
+        ("qwen35-tiny", m, b, "pope")
+        for m, b in [("full", 1.0), ("cdpruner", 0.2), ("cdpruner", 0.05), ("ltopd", 0.05)]}
     assert extra == {(bb, m, b, "pope") for bb in ("glm46v-tiny", "llava-ov-tiny")
                      for m, b in [("full", 1.0), ("cdpruner", 0.05), ("ltopd", 0.05)]} | {
         ("qwen35-tiny", m, b, "gqa") for m, b in [("full", 1.0), ("cdpruner", 0.05), ("grpo", 0.05), ("gspo", 0.05),
@@ -132,7 +144,8 @@ def test_yaml_typed_reads_nested_strings_as_yaml_scalars():
                               "flag": "true", "name": "cdpruner", "none": "null", "empty": ""}) == {
         "seeds": [0, 1], "grid": {"budgets": [0.05], "methods": ["full"]}, "flag": True, "name": "cdpruner",
         "none": None, "empty": ""}
-    assert config.merged({"a": {"b": 1, "c": 2}, "d": [1]}, {"a": {"b": 3}, "d": [2]}) == {"a": {"b": 3, "c": 2}, "d": [2]}
+    assert config.merged({"a": {"b": 1, "c": 2}, "d": [1]}, {"a": {"b": 3}, "d": [2]}) == {
+        "a": {"b": 3, "c": 2}, "d": [2]}
 
 
 def _snakemake_dry(*args: str) -> subprocess.CompletedProcess:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ltopd.train.curriculum import kept_tokens, keep_ratio, scaled_boundaries, schedule
+from ltopd.train.curriculum import keep_ratio, kept_tokens, scaled_boundaries, schedule
 
 
 def _authors_table(c: int) -> float:

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ltopd import config
 from ltopd.dvcgen import dvc_file, render
 from ltopd.grid import targets
-from ltopd import config
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "config").glob("*.yaml"))

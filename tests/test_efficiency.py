@@ -151,7 +151,8 @@ def test_question_subset_and_reference(tokenizer, textvqa) -> None:
     rec = {"answer": "x", "meta": json.dumps({"answers": ["A  b", "a b", "c", "A B"]})}
     assert most_frequent_answer(rec) == "a b"
     chosen = select_questions(textvqa, tokenizer, 4)
-    expected = [r for r in textvqa if len(tokenizer(most_frequent_answer(r), add_special_tokens=False)["input_ids"]) >= 4]
+    expected = [r for r in textvqa
+                if len(tokenizer(most_frequent_answer(r), add_special_tokens=False)["input_ids"]) >= 4]
     assert chosen == expected and 0 < len(chosen) < len(textvqa)
     assert select_questions(textvqa, tokenizer, 4, limit=2) == expected[:2]
     with pytest.raises(ValueError, match=">= 999 tokens"):

@@ -100,8 +100,8 @@ def test_evaluate_scores_reference_answers_perfectly_and_counts_unparsed(monkeyp
     # MME: acc + acc+ (each 100) per category, summed over the categories present
     perfect = 200.0 * len(metrics["per_category"]) if benchmark == "mme" else 100.0
     assert metrics["n"] == 8 and metrics["n_unparsed"] == 0 and metrics["score"] == perfect
-    assert metrics == {**score(benchmark, rows), "wall_s": metrics["wall_s"], "questions_per_s": metrics["questions_per_s"],
-                       "settings_per_pass": 1}
+    assert metrics == {**score(benchmark, rows), "wall_s": metrics["wall_s"],
+                       "questions_per_s": metrics["questions_per_s"], "settings_per_pass": 1}
     assert fake.calls[0]["ratio"] == 0.1 and fake.calls[0]["selector"] == "divprune" and fake.calls[0]["floor"] == 3
     assert all("images" not in r and r["prediction"].endswith("</answer>") for r in rows)
 
@@ -120,8 +120,8 @@ def test_evaluate_rejects_unknown_benchmark_and_empty_records() -> None:
 
 def test_evaluate_runs_a_real_twin_end_to_end(vstar) -> None:
     """The real path: encode, select at 5%, greedy generate with the cache, score."""
-    from ltopd.models.corpus import corpus
     from ltopd.grid import BENCHMARKS
+    from ltopd.models.corpus import corpus
 
     tok = build_tokenizer(list(corpus(WORLD, 4, BENCHMARKS)), 600)
     bb = twin_backbone("qwen35-tiny", tok, seed=0)

@@ -95,7 +95,8 @@ def test_group_job_writes_the_per_setting_jobs_bytes(tmp_path, monkeypatch):
         assert (group / "predictions.jsonl").read_bytes() == (one / "predictions.jsonl").read_bytes()
         m_group, m_one = (json.loads((d / "metrics.json").read_text()) for d in (group, one))
         timing = {"wall_s", "questions_per_s", "settings_per_pass"}
-        assert {k: v for k, v in m_group.items() if k not in timing} == {k: v for k, v in m_one.items() if k not in timing}
+        assert ({k: v for k, v in m_group.items() if k not in timing}
+                == {k: v for k, v in m_one.items() if k not in timing})
         assert m_group["settings_per_pass"] == 2 and m_one["settings_per_pass"] == 1
     from mlflow.tracking import MlflowClient
 

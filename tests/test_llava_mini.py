@@ -10,7 +10,6 @@ from ltopd.models.llava_mini import LlavaMini, LlavaMiniConfig, adapter_of, atta
 from ltopd.models.loading import load_backbone, save_backbone
 from ltopd.train.methods import method_spec
 from ltopd.train.trainer import make_trainer
-
 from test_trainer import CFG, backbone, records, tok  # noqa: F401  (fixtures)
 
 
@@ -75,7 +74,7 @@ def test_prefusion_touches_prompt_text_only(tok, records) -> None:
 def test_trained_student_saves_loads_and_generates_the_same(tok, records, tmp_path) -> None:
     t = make_trainer(backbone(tok), method_spec("llava_mini"), CFG, total_steps=2)
     logs = t.fit([records[:2], records[2:]])
-    assert all(l.metrics["lr_llava_mini"] > 0 for l in logs)
+    assert all(log.metrics["lr_llava_mini"] > 0 for log in logs)
     mini = adapter_of(t.student.model)
     assert float(mini.fusion_gate.detach()) != 0.0 and float(mini.compress_gate.detach()) != 0.0  # it trained
     save_backbone(t.student, tmp_path / "student")
@@ -87,7 +86,8 @@ def test_trained_student_saves_loads_and_generates_the_same(tok, records, tmp_pa
     sel = again.select(batch, 0.25, "cdpruner", 1, 0)
     with torch.no_grad():
         torch.testing.assert_close(again.forward(batch, sel)[0].logits, t.student.forward(batch, sel)[0].logits)
-        assert torch.equal(again.generate(batch, sel, max_new_tokens=4), t.student.generate(batch, sel, max_new_tokens=4))
+        assert torch.equal(again.generate(batch, sel, max_new_tokens=4),
+                           t.student.generate(batch, sel, max_new_tokens=4))
 
 
 def test_config_rejects_unknown_keys_and_bad_heads() -> None:

@@ -165,7 +165,8 @@ def test_jsd_symmetric_and_bounded_by_log2():
     a, c = far.clone(), far.clone()
     a[0, 0], c[0, 1] = 0.0, 0.0
     one = torch.ones_like(a, dtype=torch.bool)
-    assert math.isclose(generalized_jsd(F.log_softmax(a, -1), F.log_softmax(c, -1), one).item(), math.log(2), rel_tol=1e-6)
+    assert math.isclose(generalized_jsd(F.log_softmax(a, -1), F.log_softmax(c, -1), one).item(), math.log(2),
+                        rel_tol=1e-6)
 
 
 def test_prompt_and_padding_never_enter_the_loss():

@@ -91,7 +91,8 @@ def test_twins_are_pretrained_saved_and_probed(snake_run, backbone):
 
     client = MlflowClient(f"sqlite:///{out / 'mlruns.db'}")
     exp = client.get_experiment_by_name("ltopd-smoke")
-    (run,) = client.search_runs([exp.experiment_id], f"tags.rule = 'pretrain_twin' and tags.`wildcard.backbone` = '{backbone}'")
+    (run,) = client.search_runs([exp.experiment_id],
+                                f"tags.rule = 'pretrain_twin' and tags.`wildcard.backbone` = '{backbone}'")
     assert [m.step for m in client.get_metric_history(run.info.run_id, "loss")] == [1, 2, 3, 4]
     assert run.data.metrics["full/all"] == metrics["full/all"]
 
@@ -129,7 +130,8 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
         proc = _run(["ltopd", "score", "--benchmark", bench, "--predictions", str(job / "predictions.jsonl")], repo)
         assert json.loads(proc.stdout)["score"] == metrics["score"]
         (run,) = [r for r in runs if r.data.tags["wildcard.benchmark"] == bench
-                  and r.data.tags["wildcard.method"] == "cdpruner" and r.data.tags["wildcard.backbone"] == "qwen35-tiny"]
+                  and r.data.tags["wildcard.method"] == "cdpruner"
+                  and r.data.tags["wildcard.backbone"] == "qwen35-tiny"]
         assert run.data.metrics["score"] == metrics["score"]
 
 
@@ -202,7 +204,8 @@ def test_studies_train_every_family_and_build_their_tables(snake_run):
     table6 = [r for r in csv.DictReader((out / "results" / "table6.csv").open()) if r["source"] == "ours"]
     assert [r["method"] for r in table6] == ["full", "cdpruner", "grpo", "gspo", "dapo", "ltopd"]
     table14 = [r for r in csv.DictReader((out / "results" / "table14.csv").open()) if r["source"] == "ours"]
-    assert {r["method"] for r in table14} == {"full", "cdpruner", "epic", "ltopd"} and all(r["muirbench"] for r in table14)
+    assert {r["method"] for r in table14} == {"full", "cdpruner", "epic", "ltopd"}
+    assert all(r["muirbench"] for r in table14)
     recovery = list(csv.DictReader((out / "results" / "figure4.csv").open()))
     assert {(r["method"], r["benchmark"]) for r in recovery} == {
         (m, b) for m in ("grpo", "gspo", "dapo", "ltopd") for b in ("vstar", "pope")}

@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import ROOT
 from ltopd.cli import main
 from ltopd.models.loading import load_backbone
 from ltopd.models.release import MANIFEST, ReleaseError, code_hashes, staleness, verify_weights
-
-from conftest import ROOT
 
 
 def _profile(smoke_cfg: dict, tmp_path, name: str = "qwen35-tiny") -> dict:
@@ -100,10 +99,11 @@ def test_release_is_deterministic_complete_and_checked(smoke_cfg_module, tmp_pat
 
 
 def test_a_killed_release_build_resumes_to_the_same_weights(smoke_cfg_module, tmp_path, tokenizer_dir):
+    from transformers import AutoTokenizer
+
     from ltopd.models import twin_job
     from ltopd.models.pretrain import pretrain
     from ltopd.models.twins import twin_backbone
-    from transformers import AutoTokenizer
 
     cfg = _profile(smoke_cfg_module, tmp_path)
     whole = tmp_path / "whole" / "qwen35-tiny"
@@ -131,7 +131,8 @@ def test_pipeline_uses_releases_and_never_schedules_their_build(smoke_cfg_module
     assert {"evaluate", "train", "table2"} <= _scheduled(dry.stdout + dry.stderr)
     assert not {"release_twin", "pretrain_twin", "tokenizer"} & _scheduled(dry.stdout + dry.stderr)
     build = subprocess.run([sys.executable, "-m", "snakemake", "release_twins", "-n", "--cores", "1",
-                            "--forcerun", "release_twin", "--configfile", str(path)], cwd=ROOT, capture_output=True, text=True)
+                            "--forcerun", "release_twin", "--configfile", str(path)],
+                           cwd=ROOT, capture_output=True, text=True)
     assert build.returncode == 0 and "release_twin" in _scheduled(build.stdout + build.stderr)
 
 
@@ -216,5 +217,6 @@ def test_bad_own_stages_are_named(tmp_path):
     cfg["backbones"]["qwen35-tiny"]["pretrain_stages"] = [{"name": "x", "steps": 1, "lr": 0.001, "tasks": ["colour"]}]
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    with pytest.raises(config.ConfigError, match=r"backbones\.qwen35-tiny\.pretrain_stages\.0\.tasks: \['colour'\] unknown"):
+    with pytest.raises(config.ConfigError,
+                       match=r"backbones\.qwen35-tiny\.pretrain_stages\.0\.tasks: \['colour'\] unknown"):
         config.load(path)

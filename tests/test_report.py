@@ -3,8 +3,8 @@ transcribed paper numbers against ../shared/paper/reported-numbers.md."""
 from __future__ import annotations
 
 import csv
-import json
 import io
+import json
 import math
 import re
 from pathlib import Path
@@ -112,10 +112,10 @@ def _reported_text(table: str) -> str:
     lines = text.splitlines()
     if table == "table2":  # its section, plus the Appendix H line (the no-plateau ablation row)
         return text.split("## Table 2", 1)[1].split("## Other tables", 1)[0] + \
-            next(l for l in lines if "Appendix H" in l)
+            next(line for line in lines if "Appendix H" in line)
     tag = {"table7": "- Table 7 ", "table12": "- Table 12 "}[table]
-    i = next(i for i, l in enumerate(lines) if l.startswith(tag))
-    return "\n".join([lines[i]] + [l for l in lines[i + 1:i + 3] if l.startswith("  ")])
+    i = next(i for i, line in enumerate(lines) if line.startswith(tag))
+    return "\n".join([lines[i]] + [line for line in lines[i + 1:i + 3] if line.startswith("  ")])
 
 
 @pytest.mark.skipif(not REPORTED.is_file(), reason="needs ../shared/paper/reported-numbers.md beside the repo")
@@ -150,8 +150,8 @@ def _study_quotes() -> dict[tuple[str, str | None, str, str], float]:
     lines = REPORTED.read_text().splitlines()
 
     def line(tag: str) -> str:
-        i = next(i for i, l in enumerate(lines) if l.startswith(tag))
-        return " ".join([lines[i]] + [l.strip() for l in lines[i + 1:i + 3] if l.startswith("  ")])
+        i = next(i for i, ln in enumerate(lines) if ln.startswith(tag))
+        return " ".join([lines[i]] + [ln.strip() for ln in lines[i + 1:i + 3] if ln.startswith("  ")])
 
     def after(text: str, pattern: str) -> tuple[float, ...]:
         m = re.search(pattern, text)
@@ -180,7 +180,7 @@ def _study_quotes() -> dict[tuple[str, str | None, str, str], float]:
     for label, method, pattern in (("LT-OPD", "ltopd", rf"TFLOPs -> {NUM}x"),
                                    ("HiPrune", "hiprune", rf"HiPrune {NUM}x"), ("EPIC", "epic", rf"EPIC {NUM}x")):
         q[("figure1_right", None, method, "flops_ratio")], = after(t5, pattern)
-        row = next(l for l in lines if re.match(rf"\| {re.escape(label)}[ (|]", l))  # Table 2's row
+        row = next(ln for ln in lines if re.match(rf"\| {re.escape(label)}[ (|]", ln))  # Table 2's row
         q[("figure1_right", None, method, "avg_retain")], = after(row, rf"\| 5% \| {NUM} \|$")
     return q
 
@@ -286,13 +286,16 @@ def test_gated_table_files() -> None:
     parsed = {(r["source"], r["method"]): r for r in csv.DictReader(io.StringIO(table2.to_csv(rows, ["gqa", "vstar"])))}
     cdp = parsed[("ours", "cdpruner")]
     assert float(cdp["avg_retain_lo"]) < float(cdp["avg_retain"]) < float(cdp["avg_retain_hi"])
-    assert parsed[("baseline", "question_only")]["gqa"] == "12.50" and parsed[("baseline", "question_only")]["budget"] == ""
+    assert (parsed[("baseline", "question_only")]["gqa"] == "12.50"
+            and parsed[("baseline", "question_only")]["budget"] == "")
     assert parsed[("gate", "gate")]["retain_over"] == "gqa" and float(parsed[("gate", "gate")]["gqa"]) > 3
     assert parsed[("paper", "ltopd")]["avg_retain_lo"] == ""
     md = table2.to_markdown(rows, ["gqa", "vstar"], notes)
-    assert re.search(r"\| ours \| CDPruner \| 5% \| 50\.0 ± 0\.0 \| 30\.0 ± 0\.0 \| 55\.6 ± 0\.0 \[[\d.]+, [\d.]+\] \|", md)
+    assert re.search(r"\| ours \| CDPruner \| 5% \| 50\.0 ± 0\.0 \| 30\.0 ± 0\.0 \| "
+                     r"55\.6 ± 0\.0 \[[\d.]+, [\d.]+\] \|", md)
     assert "| ours | Question-only (out of sample) |  | 12.5 ± 0.0 | 25.0 ± 0.0 |  |" in md
-    assert re.search(r"\| gate \| Gate: full - QO >= 3 SE \|  \| pass \(\+[\d.]+ SE\) \| fail \(\+[\d.]+ SE\) \|  \|", md)
+    assert re.search(r"\| gate \| Gate: full - QO >= 3 SE \|  \| "
+                     r"pass \(\+[\d.]+ SE\) \| fail \(\+[\d.]+ SE\) \|  \|", md)
 
 
 def test_no_benchmark_passing_the_gate_leaves_the_average_undefined() -> None:

@@ -6,18 +6,17 @@ from __future__ import annotations
 import pytest
 import torch
 
+from ltopd.models.prompt import build_target
 from ltopd.train import rl as rl_mod
 from ltopd.train.epic import EpicParams, EpicTrainer, reduction_bounds, teacher_reduction
+from ltopd.train.families import make_trainer
 from ltopd.train.losses import epic_loss
 from ltopd.train.methods import method_spec
-from ltopd.models.prompt import build_target
 from ltopd.train.reward import correctness_reward
-from ltopd.train.rl import RLParams, RLTrainer
+from ltopd.train.rl import RLParams
 from ltopd.train.rollout import rollout
 from ltopd.train.scoring import encode_responses, score
-from ltopd.train.families import make_trainer
 from ltopd.train.trainer import TrainConfig, step_seed
-
 from test_trainer import CFG, backbone, records, tok  # noqa: F401  (fixtures)
 
 
@@ -162,4 +161,5 @@ def test_epic_loss_is_the_formula_on_two_independent_forwards(tok, records) -> N
         m = student.mask
         want = 0.3 * 4 * kl[m].mean() + 0.7 * ce[m].mean()
     assert float(loss.detach()) == pytest.approx(float(want), rel=1e-4)
-    assert float(epic_loss(student.logits, teacher.logits, student.ids, m, 0.3, 2.0)) == pytest.approx(float(want), rel=1e-4)
+    assert (float(epic_loss(student.logits, teacher.logits, student.ids, m, 0.3, 2.0))
+            == pytest.approx(float(want), rel=1e-4))

@@ -326,14 +326,16 @@ def test_dart_more_pivots_than_budget() -> None:
 # --------------------------------------------------------------------------- HiPrune
 
 
-def _hiprune_inputs(anchors: dict[int, float], output: dict[int, float], grid: tuple[int, int] = (4, 4)) -> SelectionInputs:
+def _hiprune_inputs(anchors: dict[int, float], output: dict[int, float],
+                    grid: tuple[int, int] = (4, 4)) -> SelectionInputs:
     n = grid[0] * grid[1]
     obj, out = torch.zeros(n), torch.zeros(n)
     for i, value in anchors.items():
         obj[i] = value
     for i, value in output.items():
         out[i] = value
-    return SelectionInputs(features=torch.zeros(n, 4), encoder_attention_object=obj, encoder_attention_output=out, grid_hw=grid)
+    return SelectionInputs(features=torch.zeros(n, 4), encoder_attention_object=obj, encoder_attention_output=out,
+                           grid_hw=grid)
 
 
 def test_hiprune_anchors_buffers_registers() -> None:

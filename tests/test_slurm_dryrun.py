@@ -108,5 +108,6 @@ def test_cpu_jobs_get_the_default_partition(dry_run) -> None:
     profile = yaml.safe_load(PROFILE.read_text())
     default = profile["default-resources"]["slurm_partition"]
     for job in _jobs(out):
-        if job["rule"] not in profile["set-resources"] or "slurm_partition" not in profile["set-resources"][job["rule"]]:
+        if (job["rule"] not in profile["set-resources"]
+                or "slurm_partition" not in profile["set-resources"][job["rule"]]):
             assert job["resources"].get("slurm_partition") == default, job

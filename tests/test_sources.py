@@ -23,7 +23,8 @@ def test_jsonl_source(tmp_path):
 
 
 def test_hf_disk_source_with_field_map(tmp_path):
-    pool = _open("hf_disk", make_hf_source(tmp_path / "h"), {"id": "qid", "image": "img", "question": "prompt", "answer": "label"})
+    pool = _open("hf_disk", make_hf_source(tmp_path / "h"),
+                 {"id": "qid", "image": "img", "question": "prompt", "answer": "label"})
     rec = pool.get(5)
     assert (rec["id"], rec["question"], rec["answer"]) == ("src-5", "colour 5?", "c5")
     assert rec["images"][0].getpixel((0, 0)) == (185, 199, 65)

@@ -19,14 +19,23 @@ from ltopd.bench.scoring import score
 from ltopd.bench.scoring.common import field
 from ltopd.bench.scoring.mme import COGNITION, PERCEPTION
 from ltopd.bench.scoring.vqa_norm import vqa_soft_accuracy
+from ltopd.bench.store import save_records
 from ltopd.bench.suites import (
-    SUITES, RealFormatError, bench_seed, load_records, synthetic_records,
+    SUITES,
+    RealFormatError,
+    bench_seed,
+    load_records,
+    synthetic_records,
 )
 from ltopd.bench.suites.baseline import (
-    blind_predictions, blind_predictions_oos, cross_fit_predictions, fit_blind, load_fit_records,
-    question_only_score, question_only_score_oos,
+    blind_predictions,
+    blind_predictions_oos,
+    cross_fit_predictions,
+    fit_blind,
+    load_fit_records,
+    question_only_score,
+    question_only_score_oos,
 )
-from ltopd.bench.store import save_records
 from ltopd.bench.suites.synthetic import TRAIN_SEEDS
 from ltopd.data.records import hash_record
 from ltopd.data.world import COLORS, SHAPES
@@ -139,7 +148,8 @@ def test_blind_guesser_fallbacks_hand_worked() -> None:
     guesser = fit_blind(fit)
     assert guesser.guess(_rec("color", "t1", "?")) == "red"         # its group
     assert guesser.guess(_rec("color", "t2", "?")) == "blue"        # its group, tie -> "blue" < "green"
-    assert guesser.guess(_rec("color", "t9", "?")) == "blue"        # unseen template: the task's (blue 2 = red 2 -> blue)
+    # unseen template: the task's (blue 2 = red 2 -> blue)
+    assert guesser.guess(_rec("color", "t9", "?")) == "blue"
     assert guesser.guess(_rec("size", "s1", "?")) == "blue"         # unseen task: all open records' (blue 2, red 2)
     assert guesser.guess(_rec("mc", "m9", "?", ["x", "y", "z"])) == "B"
     assert guesser.guess(_rec("mc", "m1", "?", ["x"])) == "A"       # B is no option of a one-option record

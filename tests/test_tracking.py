@@ -66,7 +66,8 @@ def test_settings_round_trip_through_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///elsewhere.db")
     s.export()
     assert tracking.Settings.from_env() == s
-    cfg = {"profile": "p", "out_root": "o", "mlflow": {"tracking_uri": "sqlite:///a.db", "experiment": "e", "artifact_root": "r"}}
+    cfg = {"profile": "p", "out_root": "o",
+           "mlflow": {"tracking_uri": "sqlite:///a.db", "experiment": "e", "artifact_root": "r"}}
     assert tracking.Settings.from_config(cfg).tracking_uri == s.tracking_uri  # the environment wins
 
 

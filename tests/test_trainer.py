@@ -89,9 +89,8 @@ def test_optimizer_groups_and_warmup(tok) -> None:
 
 def test_every_trained_method_has_a_trainer_and_bad_specs_fail() -> None:
     from ltopd.grid import METHODS
-    from ltopd.train.trainer import TRAINERS
-
     from ltopd.train import epic, llava_mini, rl  # noqa: F401
+    from ltopd.train.trainer import TRAINERS
     assert {m.family for m in TRAINED.values()} == set(TRAINERS) == {"distill", "sft", "rl", "epic", "llava_mini"}
     assert set(TRAINED) == {m for m, f in METHODS.items() if f == "trained"}
     with pytest.raises(ValueError, match="objective must be one of"):
@@ -116,12 +115,13 @@ def test_resumed_run_ends_with_the_same_weights(tok, records, tmp_path, name) ->
     batches = [records[i:i + 2] for i in (0, 2, 0, 2)]
     full = make_trainer(backbone(tok), method_spec(name), CFG, total_steps=4)
     logs = full.fit(batches, tmp_path / "a")
-    assert [l.step for l in logs] == [1, 2, 3, 4] and all(torch.isfinite(torch.tensor(l.metrics["loss"])) for l in logs)
+    assert [log.step for log in logs] == [1, 2, 3, 4]
+    assert all(torch.isfinite(torch.tensor(log.metrics["loss"])) for log in logs)
     first = make_trainer(backbone(tok), method_spec(name), CFG, total_steps=4)
     first.fit(batches, tmp_path / "b", stop_after=2)  # "killed" after the checkpoint at 2
     resumed = make_trainer(backbone(tok), method_spec(name), CFG, total_steps=4)
     rest = resumed.fit(batches, tmp_path / "b")
-    assert [l.step for l in rest] == [3, 4]
+    assert [log.step for log in rest] == [3, 4]
     a, b = _weights(full), _weights(resumed)
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert any(not torch.equal(a[k], _weights(make_trainer(backbone(tok), method_spec(name), CFG, 4))[k]) for k in a)

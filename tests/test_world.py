@@ -4,6 +4,7 @@ POPE negatives and the question-only baseline."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -13,8 +14,20 @@ import numpy as np
 import pytest
 
 from ltopd.data.world import (
-    COLORS, SHAPES, STYLES, TASKS, Obj, Scene, WorldConfig, answer_prior_baseline,
-    generate_item, generate_items, generate_task_item, pope_negatives, render_scene, text_mask,
+    COLORS,
+    SHAPES,
+    STYLES,
+    TASKS,
+    Obj,
+    Scene,
+    WorldConfig,
+    answer_prior_baseline,
+    generate_item,
+    generate_items,
+    generate_task_item,
+    pope_negatives,
+    render_scene,
+    text_mask,
 )
 from ltopd.data.world.palette import BACKGROUNDS, MAX_NOISE
 from ltopd.data.world.tasks import TaskNotApplicable
@@ -60,7 +73,7 @@ def test_config_rejects_bad_values_naming_the_field(field: str, value: object) -
 
 
 def test_config_is_frozen_and_scales() -> None:
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         CFG.image_size = 128  # type: ignore[misc]
     small = WorldConfig.for_size(128)
     assert (small.image_size, small.max_object_px, small.min_object_px) == (128, 32, 11)

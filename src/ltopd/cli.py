@@ -11,10 +11,11 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from ltopd.pipeline.spec import job_inputs as _job_inputs
+from ltopd.pipeline.spec import job_inputs as _job_inputs  # every job's first step
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {}
 
@@ -26,32 +27,14 @@ def command(name: str, help: str):
     return deco
 
 
-def _job_inputs(args: argparse.Namespace, sections: tuple[str, ...], optional: tuple[str, ...] = ()):
-    """(spec, MLflow settings) from --spec (Snakemake) or --config (by hand); ``optional``
-    sections a profile may leave out read as {}."""
-    from ltopd import config as config_mod
-    from ltopd.tracking import Settings
-
-    if args.config:
-        cfg = config_mod.load(args.config)
-        spec, settings = {"profile": cfg["profile"], **{k: cfg[k] for k in sections}}, Settings.from_config(cfg)
-        return {**spec, **{k: cfg.get(k) or {} for k in optional}}, settings
-    if not args.spec:
-        raise SystemExit("give --config PROFILE.yaml or --spec JSON")
-    spec = json.loads(args.spec)
-    missing = [k for k in ("profile", *sections) if k not in spec]
-    if missing:
-        raise SystemExit(f"--spec lacks section(s) {missing}")
-    return {**spec, **{k: spec.get(k) or {} for k in optional}}, Settings.from_env()
-
-
 @command("validate", "check a profile against the schema and print the experiment grid size")
 def _validate(args: argparse.Namespace) -> int:
     from ltopd import config as config_mod
     from ltopd.grid import eval_jobs
 
     cfg = config_mod.load(args.config)
-    print(f"{args.config}: valid profile {cfg['profile']!r}; {sum(1 for _ in eval_jobs(cfg))} evaluation jobs in the grid")
+    print(f"{args.config}: valid profile {cfg['profile']!r}; "
+          f"{sum(1 for _ in eval_jobs(cfg))} evaluation jobs in the grid")
     return 0
 
 
@@ -116,17 +99,17 @@ def _build_tokenizer(args: argparse.Namespace) -> int:
 
 @command("pretrain-twin", "pretrain a tiny twin on the procedural world and probe it on a held-out split")
 def _pretrain_twin(args: argparse.Namespace) -> int:
+    import torch
     from transformers import AutoTokenizer
 
     from ltopd.atomic import write_json
-    from ltopd.models.loading import save_backbone
     from ltopd.models import twin_job
+    from ltopd.models.loading import save_backbone
     from ltopd.progress import bar as progress_bar
     from ltopd.tracking import flatten, job_run
 
-    import torch
-
-    torch.set_num_threads(args.threads)  # Snakemake's `threads`: parallel 1-thread jobs beat one 2-thread job on small CPUs
+    # Snakemake's `threads`: parallel 1-thread jobs beat one 2-thread job on small CPUs
+    torch.set_num_threads(args.threads)
     spec, settings = _job_inputs(args, ("backbones", "pretrain", "reduction", "world"))
     from ltopd.models.release import twin_spec
 
@@ -152,15 +135,15 @@ def _pretrain_twin(args: argparse.Namespace) -> int:
           f"{metrics['wall_s']:.0f} s, loss {metrics['loss_first']:.3f} -> {metrics['loss_last']:.3f}")
     print(f"  held-out accuracy ({spec['pretrain']['heldout']['n']} items): question-only baseline "
           f"{metrics['question_only']:.3f}, full tokens {metrics['full/all']:.3f}, "
-          + ", ".join(f"{s} at {ratio:g} {metrics[f'{s}-{ratio:g}/all']:.3f}" for s in spec["pretrain"]["heldout"]["selectors"]))
+          + ", ".join(f"{s} at {ratio:g} {metrics[f'{s}-{ratio:g}/all']:.3f}"
+                      for s in spec["pretrain"]["heldout"]["selectors"]))
     return 0
 
 
 @command("release-twin", "pretrain a twin (resumable), gate it on every benchmark twin, write its release folder")
 def _release_twin(args: argparse.Namespace) -> int:
-    from transformers import AutoTokenizer
-
     import torch
+    from transformers import AutoTokenizer
 
     from ltopd.models import release_job
     from ltopd.progress import bar as progress_bar
@@ -178,8 +161,9 @@ def _release_twin(args: argparse.Namespace) -> int:
     spec = twin_spec(spec, args.backbone)  # the twin's own stages, if its entry has them
     tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
     total = sum(s["steps"] for s in spec["pretrain"]["stages"])
-    with job_run(settings, args.rule, {"backbone": args.backbone}, spec,
-                 inputs={"tokenizer": args.tokenizer}) as run, progress_bar(total, f"release {entry['twin']}", "step") as bar:
+    with (job_run(settings, args.rule, {"backbone": args.backbone}, spec,
+                  inputs={"tokenizer": args.tokenizer}) as run,
+          progress_bar(total, f"release {entry['twin']}", "step") as bar):
         def on_step(log):
             if bar.n == 0 and log.step > 1:  # resumed: the bar starts where the saved state stopped
                 bar.update(log.step - 1)
@@ -327,7 +311,6 @@ def _train(args: argparse.Namespace) -> int:
     from ltopd.progress import bar as progress_bar
     from ltopd.tracking import job_run
     from ltopd.train import job
-
     from ltopd.train.methods import SECTIONS, method_spec
 
     torch.set_num_threads(args.threads)
@@ -354,7 +337,7 @@ def _train(args: argparse.Namespace) -> int:
             return 0
         summary = {"updates": total, "budget": args.budget,
                    **{f"last_{k}": v for k, v in (logs[-1].metrics if logs else {}).items()},
-                   "wall_s": sum(l.metrics["step_s"] for l in logs)}
+                   "wall_s": sum(log.metrics["step_s"] for log in logs)}
         if not main:
             return 0
         save_backbone(student, args.out)
@@ -401,7 +384,7 @@ def _score(args: argparse.Namespace) -> int:
     try:
         check_predictions(reference, preds)
     except ValueError as e:
-        raise SystemExit(f"{args.predictions}: {e}")
+        raise SystemExit(f"{args.predictions}: {e}") from e
     records = [{**reference.get(p["id"], {}), **p} for p in preds]
     print(json.dumps(score(args.benchmark, records), indent=2, sort_keys=True))
     return 0

@@ -38,8 +38,10 @@ def _explain(err: jsonschema.ValidationError) -> str:
         return f"{key}: {err.instance!r} is not allowed; allowed values: {err.validator_value}"
     if v in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         s = err.schema
-        lo = (">= %s" % s["minimum"]) if "minimum" in s else (("> %s" % s["exclusiveMinimum"]) if "exclusiveMinimum" in s else "")
-        hi = ("<= %s" % s["maximum"]) if "maximum" in s else (("< %s" % s["exclusiveMaximum"]) if "exclusiveMaximum" in s else "")
+        lo = (f">= {s['minimum']}" if "minimum" in s
+              else f"> {s['exclusiveMinimum']}" if "exclusiveMinimum" in s else "")
+        hi = (f"<= {s['maximum']}" if "maximum" in s
+              else f"< {s['exclusiveMaximum']}" if "exclusiveMaximum" in s else "")
         rng = " and ".join(x for x in (lo, hi) if x)
         return f"{key}: {err.instance!r} is out of range; allowed: {rng}"
     return f"{key}: {err.message}"
@@ -146,7 +148,8 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
         if src["kind"] != "synthetic" and not src.get("path"):
             out.append(f"lt14k.sources.{name}.path: required when kind is {src['kind']!r}")
     try:
-        scaled_quotas({k: v["quota"] for k, v in lt["sources"].items()}, lt["scale"], lt["num_batches"] * lt["batch_size"])
+        scaled_quotas({k: v["quota"] for k, v in lt["sources"].items()}, lt["scale"],
+                      lt["num_batches"] * lt["batch_size"])
     except ValueError as e:
         out.append(f"lt14k: {e}")
     return out
@@ -160,10 +163,12 @@ def _study_problems(cfg: dict[str, Any]) -> list[str]:
     for name, study in (cfg.get("studies") or {}).items():
         for b in study.get("backbones") or []:
             if b not in cfg["backbones"]:
-                out.append(f"studies.{name}.backbones: {b!r} is not defined; defined backbones: {sorted(cfg['backbones'])}")
+                out.append(f"studies.{name}.backbones: {b!r} is not defined; "
+                           f"defined backbones: {sorted(cfg['backbones'])}")
         for b in study.get("benchmarks") or []:
             if b not in BENCHMARKS:
-                out.append(f"studies.{name}.benchmarks: {b!r} is not a known benchmark; allowed values: {list(BENCHMARKS)}")
+                out.append(f"studies.{name}.benchmarks: {b!r} is not a known benchmark; "
+                           f"allowed values: {list(BENCHMARKS)}")
             elif b not in cfg["evaluation"]["benchmarks"]:
                 out.append(f"studies.{name}.benchmarks: {b!r} has no evaluation.benchmarks entry")
     return out
@@ -171,7 +176,6 @@ def _study_problems(cfg: dict[str, Any]) -> list[str]:
 
 def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
     from ltopd.data.world import TASKS
-    from ltopd.grid import BENCHMARKS
     from ltopd.models.twins import TWINS
     from ltopd.selectors import SELECTORS
 
@@ -289,7 +293,8 @@ def yaml_typed(value: Any) -> Any:
             typed = yaml.safe_load(value)
         except yaml.YAMLError:
             return value
-        return typed if isinstance(typed, (bool, int, float)) or typed is None and value.strip() in ("null", "~") else value
+        return (typed if isinstance(typed, (bool, int, float)) or typed is None and value.strip() in ("null", "~")
+                else value)
     return value
 
 

@@ -6,9 +6,10 @@ this module, so the two cannot drift apart; tests/test_dvc_sync.py fails if dvc.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 # Method name -> family. "reference" = all visual tokens; "selector" = training-free reduction;
 # "trained" = a method that trains the student at the target budget (train issue).
@@ -138,7 +139,8 @@ def paths(cfg: dict[str, Any]) -> dict[str, str]:
         "release": str(Path(cfg.get("release_dir", "releases")) / "{backbone}"),
         "twin_metrics": str(root / "metrics" / "pretrain" / "{backbone}.json"),
         "bench": str(root / "data" / "bench" / "{benchmark}" / "seed{seed}"),
-        "eval_dir": str(root / "results" / "eval" / "{backbone}" / "{method}" / "{budget}" / "{benchmark}" / "seed{seed}"),
+        "eval_dir": str(root / "results" / "eval" / "{backbone}" / "{method}" / "{budget}" / "{benchmark}"
+                        / "seed{seed}"),
         "eval_metrics": str(root / "results" / "eval" / "{backbone}" / "{method}" / "{budget}" / "{benchmark}"
                             / "seed{seed}" / "metrics.json"),
         "eval_predictions": str(root / "results" / "eval" / "{backbone}" / "{method}" / "{budget}" / "{benchmark}"
@@ -336,8 +338,8 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
     """Coarse DVC stages, each a `snakemake` call on one target group (see README: DVC and
     Snakemake). Outputs are persisted so DVC never deletes what Snakemake manages."""
     p = paths(cfg)
-    snake = ("snakemake --cores all --configfile {cfg} --rerun-triggers params input software-env code "
-             "--rerun-incomplete").format(cfg=config_file)
+    snake = (f"snakemake --cores all --configfile {config_file} --rerun-triggers params input software-env code "
+             "--rerun-incomplete")
     stages: dict[str, Any] = {
         "lt14k": {
             "cmd": f"{snake} -- {p['lt14k']} {p['lt14k_metrics']}",
@@ -346,7 +348,8 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
             "outs": [{p["lt14k"]: {"persist": True}}],
             # the default profile's LT-14K fingerprint is committed to git (.gitignore); other
             # profiles write under runs/ (ignored), so DVC caches theirs
-            "metrics": [{p["lt14k_metrics"]: {"persist": True, **({"cache": False} if cfg["out_root"] == "." else {})}}],
+            "metrics": [{p["lt14k_metrics"]: {"persist": True,
+                                              **({"cache": False} if cfg["out_root"] == "." else {})}}],
         },
     }
     tw = twins(cfg)
@@ -389,8 +392,8 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
         eff, measured = cfg["efficiency"], efficiency_backbones(cfg)
         stages["table5"] = {
             "cmd": f"{snake} -- {' '.join(table5_targets(cfg))}",
-            "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk", "src/ltopd/efficiency", "src/ltopd/pipeline",
-                     "src/ltopd/models", "src/ltopd/selectors", eff["analytic_config"]]
+            "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk", "src/ltopd/efficiency",
+                     "src/ltopd/pipeline", "src/ltopd/models", "src/ltopd/selectors", eff["analytic_config"]]
             + [model_path(cfg, b) for b in measured if b in tw or b in released(cfg)],
             "params": [{config_file: ["efficiency", "reduction", "grid"]}],
             "outs": [{str(root / "results" / "efficiency"): {"persist": True}}]

@@ -13,9 +13,10 @@ import os
 import random
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 PARENT_TAG = "mlflow.parentRunId"
@@ -32,7 +33,7 @@ class Settings:
     profile: str
 
     @classmethod
-    def from_config(cls, cfg: dict[str, Any]) -> "Settings":
+    def from_config(cls, cfg: dict[str, Any]) -> Settings:
         from ltopd.grid import paths
 
         m = cfg["mlflow"]
@@ -46,8 +47,9 @@ class Settings:
         os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")  # no outbound calls from jobs
 
     @classmethod
-    def from_env(cls) -> "Settings":
-        missing = [f"{ENV_PREFIX}{f.name.upper()}" for f in fields(cls) if f"{ENV_PREFIX}{f.name.upper()}" not in os.environ]
+    def from_env(cls) -> Settings:
+        missing = [f"{ENV_PREFIX}{f.name.upper()}" for f in fields(cls)
+                   if f"{ENV_PREFIX}{f.name.upper()}" not in os.environ]
         if missing:
             raise RuntimeError(f"MLflow settings missing from the environment: {missing}; run jobs through "
                                "snakemake, or pass --config so ltopd can read them from the profile")
@@ -219,7 +221,7 @@ class JobRun:
         if self._buffer:
             buf, self._buffer = self._buffer, []
             for i in range(0, len(buf), 1000):  # MLflow caps a batch at 1,000 metrics
-                _retry(lambda: self.client.log_batch(self.run_id, metrics=buf[i:i + 1000]))
+                _retry(lambda i=i: self.client.log_batch(self.run_id, metrics=buf[i:i + 1000]))
 
 
 # Run-name order: what tells two runs of one rule apart comes first (the UI truncates names).
@@ -266,7 +268,7 @@ def job_run(s: Settings, rule: str, wildcards: dict[str, str], params: dict[str,
     flat = [Param(k, str(v)) for k, v in wildcards.items()]
     flat += [Param(k, v[:6000]) for k, v in flatten(params).items() if k not in wildcards]
     for i in range(0, len(flat), 100):  # MLflow caps params per batch at 100
-        _retry(lambda: client.log_batch(run.info.run_id, params=flat[i:i + 100]))
+        _retry(lambda i=i: client.log_batch(run.info.run_id, params=flat[i:i + 100]))
     status = "FAILED"
     try:
         yield handle

@@ -41,14 +41,16 @@ class LogHandler(LogHandlerBase):
             self.eta.plan({k: int(v) for k, v in record.stats.items() if k != "total"}, now)
             self._print(f"ltopd: {sum(self.eta.planned.values())} jobs to run")
         elif event == LogEvent.JOB_INFO:
-            self.started[record.jobid] = (record.rule_name, describe_job(record.rule_name, record.wildcards or {}, record.rule_msg), now)
+            self.started[record.jobid] = (record.rule_name,
+                                          describe_job(record.rule_name, record.wildcards or {}, record.rule_msg), now)
         elif event == LogEvent.JOB_FINISHED and record.job_id in self.started:
             rule, label, start = self.started.pop(record.job_id)
             self.eta.finished(rule, now - start, now)
             done, total = self.eta.done, self.eta.total
             left = self.eta.remaining_s(now)
             eta = f"ETA {duration(left)}" if left is not None else "ETA ?"
-            self._print(f"[{done}/{total}] {label} in {duration(now - start)} | elapsed {duration(self.eta.elapsed(now))}, {eta}")
+            self._print(f"[{done}/{total}] {label} in {duration(now - start)} "
+                        f"| elapsed {duration(self.eta.elapsed(now))}, {eta}")
         elif event in (LogEvent.JOB_ERROR, LogEvent.ERROR) or record.levelno >= WARNING:
             self._print(self.fallback.format(record))
 

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import hashlib
-import shutil
 import json
+import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ltopd.atomic import atomic_dir, write_json
 from ltopd.data.records import FEATURES, encode_images, hash_record

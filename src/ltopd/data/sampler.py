@@ -45,7 +45,7 @@ def batch_mix(quotas: dict[str, int], num_batches: int, batch_size: int) -> list
     for b in range(num_batches):
         batches_left = num_batches - b
 
-        def priority(i: int):
+        def priority(i: int, b: int = b, batches_left: int = batches_left):  # bound now (B023)
             k = names[i]
             urgent = extras_left[k] >= batches_left  # must take one now to finish in time
             deficit = total_extra[k] * (b + 1) / num_batches - given[k]

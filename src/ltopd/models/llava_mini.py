@@ -40,7 +40,7 @@ class LlavaMiniConfig:
     lr: float = 1e-3  # the new module's learning rate (trained from scratch; the backbone keeps `training.lr`)
 
     @classmethod
-    def from_section(cls, section: dict[str, Any] | None) -> "LlavaMiniConfig":
+    def from_section(cls, section: dict[str, Any] | None) -> LlavaMiniConfig:
         from ltopd.sections import from_section
 
         return from_section(cls, "llava_mini", section)

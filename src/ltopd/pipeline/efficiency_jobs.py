@@ -108,7 +108,8 @@ def measure(args: argparse.Namespace) -> int:
         out = []
         for r in results:
             d = r.as_dict()
-            d["analytic_flops"] = sum(prefill_flops(arch, n).total for n in r.per_question_tokens) / len(r.per_question_tokens)
+            d["analytic_flops"] = (sum(prefill_flops(arch, n).total for n in r.per_question_tokens)
+                                   / len(r.per_question_tokens))
             d["analytic_kv_bytes"] = kv_cache(arch, r.prefill_tokens, element).kv_bytes
             out.append(d)
             run.log_metrics({f"{r.method.name}/latency_ms": r.latency_ms, f"{r.method.name}/kv_bytes": r.kv_bytes,

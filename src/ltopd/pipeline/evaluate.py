@@ -34,7 +34,8 @@ def parse_targets(text: str) -> list[EvalTarget]:
 
 
 def run_group(spec: dict[str, Any], settings: Settings | None, backbone_name: str, method: str, seed: int,
-              model: str, targets: Sequence[EvalTarget], rule: str = "evaluate", progress: bool = True) -> list[dict[str, Any]]:
+              model: str, targets: Sequence[EvalTarget], rule: str = "evaluate",
+              progress: bool = True) -> list[dict[str, Any]]:
     """Evaluate `model` on every target; returns the metrics written, in target order."""
     from ltopd.bench.evaluate import evaluate_settings
     from ltopd.bench.store import load_saved
@@ -55,12 +56,14 @@ def run_group(spec: dict[str, Any], settings: Settings | None, backbone_name: st
                                     progress=progress)
         for i, (ratio, selector), (rows, metrics) in zip(idx, setups, results, strict=True):
             t = targets[i]
-            key = {"backbone": backbone_name, "method": method, "budget": t.budget, "benchmark": benchmark, "seed": seed}
+            key = {"backbone": backbone_name, "method": method, "budget": t.budget, "benchmark": benchmark,
+                   "seed": seed}
             meta = {**key, "model": model, "ratio": ratio, "selector": selector if ratio < 1 else None}
             written[i] = write_setting(Path(t.out_dir), rows, {**meta, **metrics}, settings, rule, key, spec,
                                        {"model": model, "records": records_dir})
-            print(f"{benchmark} | {backbone_name} {method} at {t.budget:g} (seed {seed}): score {metrics['score']:.2f}, "
-                  f"{metrics['n']} questions, {metrics['n_unparsed']} unparsed", flush=True)
+            print(f"{benchmark} | {backbone_name} {method} at {t.budget:g} (seed {seed}): "
+                  f"score {metrics['score']:.2f}, {metrics['n']} questions, {metrics['n_unparsed']} unparsed",
+                  flush=True)
     return [written[i] for i in range(len(targets))]
 
 

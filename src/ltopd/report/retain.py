@@ -19,7 +19,7 @@ class Stat:
     n: int
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> "Stat":
+    def of(cls, values: Sequence[float]) -> Stat:
         values = [v for v in values if not math.isnan(v)]
         if not values:
             return cls(math.nan, math.nan, 0)

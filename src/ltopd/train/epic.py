@@ -44,7 +44,7 @@ class EpicParams:
     max_gap: float = 0.3
 
     @classmethod
-    def from_section(cls, section: Mapping[str, Any] | None) -> "EpicParams":
+    def from_section(cls, section: Mapping[str, Any] | None) -> EpicParams:
         from ltopd.sections import from_section
 
         return from_section(cls, "epic", section)
@@ -89,5 +89,6 @@ class EpicTrainer(Trainer):
         ta = time.perf_counter()
         student = score(self.student, batch, width, student_sel)
         loss = epic_loss(student.logits, teacher, student.ids, student.mask, alpha=self.epic.alpha, tau=self.epic.tau)
-        return loss, {"teacher_keep_ratio": teacher_ratio, "teacher_s": ta - t0, "student_forward_s": time.perf_counter() - ta,
+        return loss, {"teacher_keep_ratio": teacher_ratio, "teacher_s": ta - t0,
+                      "student_forward_s": time.perf_counter() - ta,
                       "mean_response_len": float(student.mask.sum(1).float().mean())}

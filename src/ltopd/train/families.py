@@ -7,7 +7,7 @@ from ltopd.train.epic import EpicTrainer
 from ltopd.train.llava_mini import LlavaMiniTrainer
 from ltopd.train.methods import MethodSpec
 from ltopd.train.rl import RLTrainer
-from ltopd.train.trainer import DistillTrainer, SFTTrainer, Trainer, TrainConfig
+from ltopd.train.trainer import DistillTrainer, SFTTrainer, TrainConfig, Trainer
 
 TRAINERS: dict[str, type[Trainer]] = {
     "distill": DistillTrainer,     # LT-OPD, its ablations, fixed-prefix KD

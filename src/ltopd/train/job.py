@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ltopd.train.methods import method_spec
 from ltopd.train.families import make_trainer
+from ltopd.train.methods import method_spec
 from ltopd.train.trainer import StepLog, TrainConfig
 
 

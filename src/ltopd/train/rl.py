@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from ltopd.sections import from_section
 from ltopd.models.hook import Selection
+from ltopd.sections import from_section
 from ltopd.train import rl_losses
 from ltopd.train.reward import correctness_reward
 from ltopd.train.rollout import concat, rollout, rows_of
@@ -40,7 +40,7 @@ class RLParams:
     mini_batches: int = 2  # optimiser steps per rollout batch (1: pi_old = pi, every ratio 1)
 
     @classmethod
-    def from_section(cls, section: Mapping[str, Any] | None) -> "RLParams":
+    def from_section(cls, section: Mapping[str, Any] | None) -> RLParams:
         s = section or {}
         return from_section(cls, "rl", s, **{k: (float(s[k][0]), float(s[k][1])) for k in ("gspo_clip", "dapo_clip")
                                               if k in s})
@@ -133,11 +133,13 @@ class RLTrainer(Trainer):
                 acc.clip_grad_norm_(self.params, cfg.grad_clip)
                 self.optimizer.step()
                 self.optimizer.zero_grad(set_to_none=True)
-            loss, frac = self._backward(recs, responses, selection, old, adv, mb, scale=float(bool(metrics["groups_kept"])))
+            loss, frac = self._backward(recs, responses, selection, old, adv, mb,
+                                        scale=float(bool(metrics["groups_kept"])))
             total += loss / len(parts)
             clipped.append(frac)
-        metrics.update(mean_response_len=sum(map(len, responses)) / len(responses), adv_abs_mean=float(adv.abs().mean()),
-                       clipped_frac=sum(clipped) / len(clipped), student_s=time.perf_counter() - t1)
+        metrics.update(mean_response_len=sum(map(len, responses)) / len(responses),
+                       adv_abs_mean=float(adv.abs().mean()), clipped_frac=sum(clipped) / len(clipped),
+                       student_s=time.perf_counter() - t1)
         return torch.tensor(total), metrics
 
     @torch.no_grad()

@@ -58,7 +58,7 @@ class TrainConfig:
 
     @classmethod
     def from_profile(cls, training: Mapping[str, Any], budget: float, floor: int, seed: int,
-                     method_params: Mapping[str, Any] | None = None) -> "TrainConfig":
+                     method_params: Mapping[str, Any] | None = None) -> TrainConfig:
         """From a profile's ``training`` section; ``budget`` is the grid's smallest budget,
         ``floor`` the reduction floor, ``seed`` the grid seed of this run, ``method_params`` the
         method family's own section (``rl``, ``epic``) if it has one."""
@@ -115,8 +115,9 @@ class Trainer:
 
     def keep_ratio(self, step: int) -> float:
         """The student's budget at ``step``; capped at 1 (a large target budget times 2a + 1)."""
-        return min(1.0, curriculum.keep_ratio(step, self.total_steps, alpha=self.cfg.curriculum_alpha, beta=self.cfg.budget,
-                                     plateau=self.method.plateau, curriculum=self.method.curriculum))
+        return min(1.0, curriculum.keep_ratio(step, self.total_steps, alpha=self.cfg.curriculum_alpha,
+                                              beta=self.cfg.budget, plateau=self.method.plateau,
+                                              curriculum=self.method.curriculum))
 
     def shard(self, records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         """This process's questions of an update (all of them in a single process). Under

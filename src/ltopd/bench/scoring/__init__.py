@@ -8,7 +8,7 @@ are listed in its module docstring.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .checks import check_predictions
 from .common import strip_answer_tags

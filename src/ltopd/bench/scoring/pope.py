@@ -30,10 +30,10 @@ def parse_pope(text: str) -> str:
 
 
 def binary_metrics(labels: list[str], preds: list[str]) -> dict[str, float]:
-    tp = sum(l == "yes" and p == "yes" for l, p in zip(labels, preds))
-    fp = sum(l == "no" and p == "yes" for l, p in zip(labels, preds))
-    tn = sum(l == "no" and p == "no" for l, p in zip(labels, preds))
-    fn = sum(l == "yes" and p == "no" for l, p in zip(labels, preds))
+    tp = sum(label == "yes" and p == "yes" for label, p in zip(labels, preds))
+    fp = sum(label == "no" and p == "yes" for label, p in zip(labels, preds))
+    tn = sum(label == "no" and p == "no" for label, p in zip(labels, preds))
+    fn = sum(label == "yes" and p == "no" for label, p in zip(labels, preds))
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
