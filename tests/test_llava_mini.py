@@ -8,8 +8,8 @@ import torch
 
 from ltopd.models.llava_mini import LlavaMini, LlavaMiniConfig, adapter_of, attach
 from ltopd.models.loading import load_backbone, save_backbone
+from ltopd.train.families import make_trainer
 from ltopd.train.methods import method_spec
-from ltopd.train.trainer import make_trainer
 from test_trainer import CFG, backbone, records, tok  # noqa: F401  (fixtures)
 
 

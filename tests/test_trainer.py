@@ -14,11 +14,12 @@ from ltopd.models.corpus import corpus
 from ltopd.models.prompt import build_target
 from ltopd.models.tokenizer import build_tokenizer
 from ltopd.models.twins import twin_backbone
+from ltopd.train.families import make_trainer
 from ltopd.train.methods import TRAINED, MethodSpec, method_spec
 from ltopd.train.optim import build_optimizer, no_decay, set_lr
 from ltopd.train.rollout import rollout, trim
 from ltopd.train.scoring import encode_responses, score
-from ltopd.train.trainer import DistillTrainer, TrainConfig, make_trainer
+from ltopd.train.trainer import DistillTrainer, TrainConfig
 
 WORLD = {"image_size": 128}
 
@@ -89,8 +90,8 @@ def test_optimizer_groups_and_warmup(tok) -> None:
 
 def test_every_trained_method_has_a_trainer_and_bad_specs_fail() -> None:
     from ltopd.grid import METHODS
-    from ltopd.train import epic, llava_mini, rl  # noqa: F401
-    from ltopd.train.trainer import TRAINERS
+    from ltopd.train.families import TRAINERS
+
     assert {m.family for m in TRAINED.values()} == set(TRAINERS) == {"distill", "sft", "rl", "epic", "llava_mini"}
     assert set(TRAINED) == {m for m, f in METHODS.items() if f == "trained"}
     with pytest.raises(ValueError, match="objective must be one of"):
