@@ -87,14 +87,6 @@ EVAL_RESOURCES = {k: profile_setting(v)
                   for k, v in dict(workflow.resource_settings.overwrite_resources.get("evaluate", {})).items()}
 
 
-def eval_group_message(backbone, method, seed, jobs):
-    """"evaluate qwen35-tiny cdpruner seed 0: 4 budgets x 11 benchmarks (38 settings)"."""
-    budgets = len({j.budget for j in jobs})
-    benches = len({j.benchmark for j in jobs})
-    return (f"evaluate {backbone} {method} seed {seed}: {budgets} budget{'s' * (budgets > 1)} x "
-            f"{benches} benchmark{'s' * (benches > 1)} ({len(jobs)} settings)")
-
-
 def eval_model(backbone, method, seed):
     """The weights an evaluation group loads: a trained method's student, else the backbone."""
     if grid.METHODS[method] == "trained":

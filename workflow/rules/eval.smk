@@ -33,8 +33,6 @@ for (_bb, _method, _seed), _jobs in grid.eval_groups(config).items():
     rule:
         name:
             grid.group_name(_bb, _method, _seed)
-        message:
-            eval_group_message(_bb, _method, _seed, _jobs)
         input:
             model=eval_model(_bb, _method, _seed),
             records=sorted({PATHS["bench"].format(benchmark=j.benchmark, seed=_seed) for j in _jobs}),
