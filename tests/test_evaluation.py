@@ -84,9 +84,10 @@ def test_clean_cuts_at_the_end_of_turn() -> None:
 
 
 def _fake_predict(answers):
-    def predict(backbone, records, ratio, selector, floor, batch_size, max_new_tokens, seed, progress, desc):
-        predict.calls.append({"ratio": ratio, "selector": selector, "floor": floor, "cap": max_new_tokens})
-        return [answers(r) for r in records]
+    def predict(backbone, records, settings, floor, batch_size, max_new_tokens, seed, progress, desc):
+        predict.calls += [{"ratio": ratio, "selector": selector, "floor": floor, "cap": max_new_tokens}
+                          for ratio, selector in settings]
+        return [[answers(r) for r in records] for _ in settings]
     predict.calls = []
     return predict
 
@@ -95,7 +96,7 @@ def _fake_predict(answers):
 def test_evaluate_scores_reference_answers_perfectly_and_counts_unparsed(monkeypatch, benchmark) -> None:
     recs = build_records(benchmark, {"n": 8}, 0, WORLD)
     fake = _fake_predict(lambda r: f"{r['answer']}</answer><|im_end|>")
-    monkeypatch.setattr(evaluate_mod, "predict", fake)
+    monkeypatch.setattr(evaluate_mod, "predict_settings", fake)
     rows, metrics = evaluate(None, recs, benchmark, 0.1, "divprune", floor=3, progress=False)
     # MME: acc + acc+ (each 100) per category, summed over the categories present
     perfect = 200.0 * len(metrics["per_category"]) if benchmark == "mme" else 100.0
@@ -105,7 +106,7 @@ def test_evaluate_scores_reference_answers_perfectly_and_counts_unparsed(monkeyp
     assert fake.calls[0]["ratio"] == 0.1 and fake.calls[0]["selector"] == "divprune" and fake.calls[0]["floor"] == 3
     assert all("images" not in r and r["prediction"].endswith("</answer>") for r in rows)
 
-    monkeypatch.setattr(evaluate_mod, "predict", _fake_predict(lambda r: ""))
+    monkeypatch.setattr(evaluate_mod, "predict_settings", _fake_predict(lambda r: ""))
     _, empty = evaluate(None, recs, benchmark, progress=False)
     # POPE's evaluate.py reads an empty reply as "yes": the share of "yes" labels (balanced splits)
     assert empty["n_unparsed"] == 8 and empty["score"] == (50.0 if benchmark == "pope" else 0)

@@ -91,8 +91,7 @@ def eval_model(backbone, method, seed):
     """The weights an evaluation group loads: a trained method's student, else the backbone."""
     if grid.METHODS[method] == "trained":
         return PATHS["student"].format(backbone=backbone, method=method, seed=seed)
-    path = grid.model_path(config, backbone)
-    return ancient(path) if config["backbones"][backbone].get("release") else path
+    return backbone_weights(backbone)
 
 
 def code(*packages):
@@ -111,12 +110,16 @@ def bench_source(wildcards):
     return [path] if path else []
 
 
-def base_model(wildcards):
+def backbone_weights(backbone):
     """A backbone's weights: a local checkpoint, a released twin, or the twin this run pretrains.
     A release is `ancient`: committed files whose checkout time says nothing, and whose rule runs
     only when asked (`release_twins`)."""
-    path = grid.model_path(config, wildcards.backbone)
-    return ancient(path) if config["backbones"][wildcards.backbone].get("release") else path
+    path = grid.model_path(config, backbone)
+    return ancient(path) if config["backbones"][backbone].get("release") else path
+
+
+def base_model(wildcards):
+    return backbone_weights(wildcards.backbone)
 
 
 def ablation_inputs(wildcards):

@@ -15,7 +15,7 @@ from typing import Any
 from ltopd.bench.scoring import check_predictions, score
 from ltopd.bench.suites import SUITES
 from ltopd.models.backbone import Backbone
-from ltopd.models.inference import Setting, predict, predict_settings
+from ltopd.models.inference import Setting, predict_settings
 
 # Record fields copied into each prediction row, so the row alone can be re-scored
 # (`ltopd score --predictions`), without the images.
@@ -33,12 +33,7 @@ def evaluate(backbone: Backbone, records: Sequence[dict[str, Any]], benchmark: s
              progress: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(prediction rows, metrics). ``ratio`` 1 keeps every visual token; below 1, ``selector``
     keeps ``max(floor, ceil(N * ratio))`` of each image's N tokens."""
-    _check(benchmark, records)
-    start = time.perf_counter()
-    generations = predict(backbone, records, ratio, selector, floor, batch_size,
-                          max_new_tokens=SUITES[benchmark].generation_cap, seed=seed,
-                          progress=progress, desc=f"{benchmark} r={ratio:g}")
-    return _scored(records, benchmark, generations, time.perf_counter() - start, settings=1)
+    return evaluate_settings(backbone, records, benchmark, [(ratio, selector)], floor, batch_size, seed, progress)[0]
 
 
 def evaluate_settings(backbone: Backbone, records: Sequence[dict[str, Any]], benchmark: str,
@@ -47,20 +42,17 @@ def evaluate_settings(backbone: Backbone, records: Sequence[dict[str, Any]], ben
     """`evaluate` for several (ratio, selector) settings from one vision pass per batch
     (ltopd.models.inference.predict_settings): the same rows as evaluating each alone. Each
     setting's wall_s is its share of the pass (the pass's time over the settings it served)."""
-    _check(benchmark, records)
-    start = time.perf_counter()
-    per_setting = predict_settings(backbone, records, settings, floor, batch_size,
-                                   max_new_tokens=SUITES[benchmark].generation_cap, seed=seed,
-                                   progress=progress, desc=f"{benchmark} x{len(settings)}")
-    wall = time.perf_counter() - start
-    return [_scored(records, benchmark, gens, wall / len(settings), settings=len(settings)) for gens in per_setting]
-
-
-def _check(benchmark: str, records: Sequence[dict[str, Any]]) -> None:
     if benchmark not in SUITES:
         raise ValueError(f"unknown benchmark {benchmark!r}; known: {', '.join(sorted(SUITES))}")
     if not records:
         raise ValueError(f"{benchmark}: no records to evaluate")
+    start = time.perf_counter()
+    per_setting = predict_settings(backbone, records, settings, floor, batch_size,
+                                   max_new_tokens=SUITES[benchmark].generation_cap, seed=seed,
+                                   progress=progress, desc=f"{benchmark} x{len(settings)}" if len(settings) > 1
+                                   else f"{benchmark} r={settings[0][0]:g}")
+    wall = time.perf_counter() - start
+    return [_scored(records, benchmark, gens, wall / len(settings), settings=len(settings)) for gens in per_setting]
 
 
 def _scored(records: Sequence[dict[str, Any]], benchmark: str, generations: Sequence[str], wall: float,

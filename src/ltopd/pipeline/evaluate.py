@@ -33,7 +33,7 @@ def parse_targets(text: str) -> list[EvalTarget]:
     return [EvalTarget(float(t["budget"]), t["benchmark"], t["records"], t["out_dir"]) for t in items]
 
 
-def run_group(spec: dict[str, Any], settings: Settings | None, backbone_name: str, method: str, seed: int,
+def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, method: str, seed: int,
               model: str, targets: Sequence[EvalTarget], rule: str = "evaluate",
               progress: bool = True) -> list[dict[str, Any]]:
     """Evaluate `model` on every target; returns the metrics written, in target order."""
@@ -67,21 +67,19 @@ def run_group(spec: dict[str, Any], settings: Settings | None, backbone_name: st
     return [written[i] for i in range(len(targets))]
 
 
-def write_setting(out: Path, rows: list[dict[str, Any]], metrics: dict[str, Any], settings: Settings | None,
+def write_setting(out: Path, rows: list[dict[str, Any]], metrics: dict[str, Any], settings: Settings,
                   rule: str, key: dict[str, Any], spec: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
     """predictions.jsonl, then its MLflow run, then metrics.json last (the file Snakemake and the
     tables wait for), each written atomically."""
     from ltopd.atomic import atomic_file, write_json
     from ltopd.pipeline.spec import numbers
+    from ltopd.tracking import job_run
 
     with atomic_file(out / "predictions.jsonl") as fh:
         fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    if settings is not None:
-        from ltopd.tracking import job_run
-
-        with job_run(settings, rule, {k: str(v) for k, v in key.items()}, spec, inputs=inputs) as run:
-            run.log_metrics({k: float(v) for k, v in numbers(metrics).items()})
-            run.log_artifact(out / "predictions.jsonl")
+    with job_run(settings, rule, {k: str(v) for k, v in key.items()}, spec, inputs=inputs) as run:
+        run.log_metrics({k: float(v) for k, v in numbers(metrics).items()})
+        run.log_artifact(out / "predictions.jsonl")
     write_json(out / "metrics.json", metrics)
     return metrics
 
