@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from ltopd import config, grid
+from ltopd import catalog, config, grid
 from ltopd.models.loading import load_backbone
 from ltopd.models.twin_job import heldout_records, probe
 
@@ -34,7 +34,7 @@ def main() -> None:
     records = heldout_records(cfg["pretrain"], cfg["world"])
     models = {"base twin": p["twin"].format(backbone=backbone)}
     for m in cfg["grid"]["methods"]:
-        if grid.METHODS[m] == "trained":
+        if catalog.METHODS[m].kind == "trained":
             models[m] = p["student"].format(backbone=backbone, method=m, seed=seed)
     cols = ["full"] + [f"{s}-{held['ratio']:g}" for s in held["selectors"]]
     print(f"held-out probe: {len(records)} questions ({', '.join(held['tasks'])}), {backbone}, "

@@ -20,7 +20,7 @@ import torch
 
 from ltopd.bench.evaluate import evaluate
 from ltopd.bench.suites import synthetic_records
-from ltopd.grid import BENCHMARKS
+from ltopd.catalog import BENCHMARKS
 from ltopd.models import twin_job
 from ltopd.models.corpus import corpus
 from ltopd.models.pretrain import accumulate_loss

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from ltopd import config
-from ltopd.grid import METHODS, eval_jobs, table2_inputs
+from ltopd.catalog import METHODS
+from ltopd.grid import eval_jobs, table2_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = sorted((ROOT / "config").glob("*.yaml"))
@@ -118,7 +119,7 @@ def test_grid_expansion_rules():
         ("qwen35-tiny", m, b, "gqa") for m, b in [("full", 1.0), ("cdpruner", 0.05), ("grpo", 0.05), ("gspo", 0.05),
                                                   ("dapo", 0.05), ("ltopd", 0.05)]}
     assert all("grpo" not in f for f in table2_inputs(cfg))  # Table 2 reads the grid's evaluations only
-    assert METHODS["ltopd"] == "trained" and METHODS["divprune"] == "selector"
+    assert METHODS["ltopd"].kind == "trained" and METHODS["divprune"].kind == "selector"
 
 
 def test_seeded_methods_and_student_full_tokens_shape_the_grid(smoke_cfg):

@@ -133,7 +133,7 @@ def test_table5_paper_numbers_are_the_reported_ones() -> None:
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from ltopd.grid import BENCHMARKS
+    from ltopd.catalog import BENCHMARKS
     from ltopd.models.corpus import corpus
     from ltopd.models.tokenizer import build_tokenizer
 

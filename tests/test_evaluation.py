@@ -121,7 +121,7 @@ def test_evaluate_rejects_unknown_benchmark_and_empty_records() -> None:
 
 def test_evaluate_runs_a_real_twin_end_to_end(vstar) -> None:
     """The real path: encode, select at 5%, greedy generate with the cache, score."""
-    from ltopd.grid import BENCHMARKS
+    from ltopd.catalog import BENCHMARKS
     from ltopd.models.corpus import corpus
 
     tok = build_tokenizer(list(corpus(WORLD, 4, BENCHMARKS)), 600)

@@ -307,12 +307,12 @@ def test_a_killed_training_job_resumes_to_the_pipelines_weights(snake_run, tmp_p
 def test_grouped_evaluation_equals_one_job_per_setting(snake_run, tmp_path):
     """The pipeline's evaluate_* groups write, byte for byte, the predictions that `ltopd evaluate`
     writes for one setting at a time (the group shares one vision pass across its budgets)."""
-    from ltopd import config, grid
+    from ltopd import catalog, config, grid
 
     repo, _ = snake_run
     cfg = config.load(repo / "config" / "smoke.yaml")
     groups = grid.eval_groups(cfg)
-    key = max((k for k in groups if grid.METHODS[k[1]] == "selector"), key=lambda k: len(groups[k]))
+    key = max((k for k in groups if catalog.METHODS[k[1]].kind == "selector"), key=lambda k: len(groups[k]))
     jobs = groups[key]
     p = grid.paths(cfg)
     for j in jobs:

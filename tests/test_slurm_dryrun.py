@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from ltopd.grid import METHODS, eval_groups, grid_jobs, group_name
+from ltopd.catalog import METHODS
+from ltopd.grid import eval_groups, grid_jobs, group_name
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE = ROOT / "workflow" / "profiles" / "slurm" / "config.yaml"
@@ -80,7 +81,7 @@ def test_dry_run_plans_training_and_evaluation(dry_run) -> None:
     jobs = _jobs(out)
     rules = {j["rule"] for j in jobs}
     assert {"lt14k", "bench_records", "evaluate", "table2"} <= rules, sorted(rules)
-    trained = [m for m in cfg["grid"]["methods"] if METHODS[m] == "trained"]
+    trained = [m for m in cfg["grid"]["methods"] if METHODS[m].kind == "trained"]
     assert trained, "config/paper.yaml's grid lists no trained method (Table 2's LT-OPD row needs one)"
     assert "train" in rules
     first = cfg["grid"]["backbones"][0]

@@ -7,9 +7,9 @@ import copy
 import pytest
 import torch
 
+from ltopd.catalog import BENCHMARKS
 from ltopd.data.sources import world_config
 from ltopd.data.world import generate_task_item
-from ltopd.grid import BENCHMARKS
 from ltopd.models.corpus import corpus
 from ltopd.models.prompt import build_target
 from ltopd.models.tokenizer import build_tokenizer
@@ -89,11 +89,11 @@ def test_optimizer_groups_and_warmup(tok) -> None:
 
 
 def test_every_trained_method_has_a_trainer_and_bad_specs_fail() -> None:
-    from ltopd.grid import METHODS
+    from ltopd.catalog import METHODS
     from ltopd.train.families import TRAINERS
 
     assert {m.family for m in TRAINED.values()} == set(TRAINERS) == {"distill", "sft", "rl", "epic", "llava_mini"}
-    assert set(TRAINED) == {m for m, f in METHODS.items() if f == "trained"}
+    assert set(TRAINED) == {m for m, spec in METHODS.items() if spec.kind == "trained"}
     with pytest.raises(ValueError, match="objective must be one of"):
         MethodSpec("x", "distill", objective="kl")
     with pytest.raises(ValueError, match="policy_loss"):

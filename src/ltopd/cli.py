@@ -78,7 +78,7 @@ def _build_lt14k(args: argparse.Namespace) -> int:
 @command("build-tokenizer", "learn the tiny twins' byte-level BPE from the pipeline's own text")
 def _build_tokenizer(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_dir
-    from ltopd.grid import BENCHMARKS
+    from ltopd.catalog import BENCHMARKS
     from ltopd.models.corpus import corpus
     from ltopd.models.tokenizer import build_tokenizer
     from ltopd.tracking import job_run
@@ -243,22 +243,19 @@ def _evaluate_group(args: argparse.Namespace) -> int:
     return evaluate.main(args)
 
 
-TITLES = {"table2": "Table 2", "table7": "Table 7: the teacher", "table12": "Table 12: the divergence"}
-
-
 @command("table", "build results/<table>.csv/.md (Table 2 with its retain-vs-budget figure, or an "
                   "ablation table) from evaluation metrics")
 def _table(args: argparse.Namespace) -> int:
     import math
 
     from ltopd.atomic import atomic_file, write_json
-    from ltopd.grid import ABLATION_TABLES
+    from ltopd.catalog import TABLES
     from ltopd.report import figures, table2
     from ltopd.tracking import job_run
 
     spec, settings = _job_inputs(args, ("grid", "seeds"))
     backbone, benchmarks = spec["grid"]["backbones"][0], spec["grid"]["benchmarks"]
-    methods = ABLATION_TABLES.get(args.table)
+    methods = TABLES[args.table].methods or None  # Table 2: every method of the grid
     predictions = fit = None
     if args.predictions:  # Table 2's gates, out-of-sample question-only baseline and bootstrap intervals
         from ltopd.bench.suites.baseline import load_fit_records
@@ -280,7 +277,7 @@ def _table(args: argparse.Namespace) -> int:
             write_json(args.json, table2.headline(rows))
         md = table2.to_markdown(rows, benchmarks, notes)
         with atomic_file(args.markdown) as fh:
-            fh.write(f"# {TITLES[args.table]} ({spec['profile']} profile)\n\n" + md)
+            fh.write(f"# {TABLES[args.table].title} ({spec['profile']} profile)\n\n" + md)
         if args.figure:
             figures.retain_vs_budget(rows, args.figure, f"Average retain ratio vs budget ({backbone}, "
                                      f"{spec['profile']} profile; x = paper, Qwen3.5-4B)")
@@ -457,7 +454,9 @@ def _parser() -> argparse.ArgumentParser:
             s.add_argument("--stop-after", type=int, help="stop after this many updates, as a killed job would "
                                                          "(checkpoints kept, no student written; to test resume)")
         if name == "table":
-            s.add_argument("--table", required=True, choices=sorted(TITLES))
+            from ltopd.catalog import tables_of_kind
+
+            s.add_argument("--table", required=True, choices=tables_of_kind("grid") + tables_of_kind("ablation"))
             s.add_argument("--results", nargs="+", required=True, help="metrics.json files of `ltopd evaluate`")
             s.add_argument("--out", required=True, help="CSV")
             s.add_argument("--markdown", required=True)

@@ -61,8 +61,8 @@ def validate(cfg: Any, source: str = "<config>") -> dict[str, Any]:
 
 def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     """Rules a JSON schema cannot say: grid names must exist, quotas must fill the batches."""
+    from ltopd.catalog import BENCHMARKS, METHODS
     from ltopd.data.sampler import scaled_quotas
-    from ltopd.grid import BENCHMARKS, METHODS
 
     out = []
     grid = cfg["grid"]
@@ -103,7 +103,7 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     from ltopd.selectors import SELECTORS
     from ltopd.train.methods import TRAINED
 
-    runnable = sorted(m for m, f in METHODS.items() if f != "trained" or m in TRAINED)
+    runnable = sorted(m for m, spec in METHODS.items() if spec.kind != "trained" or m in TRAINED)
     missing = [m for m in grid["methods"] if m in METHODS and m not in runnable]
     if missing:
         out.append(f"grid.methods: {missing} have no trainer in this version; allowed values now: {runnable}")
@@ -157,7 +157,7 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
 
 def _study_problems(cfg: dict[str, Any]) -> list[str]:
     """Each study's backbones must be defined and its benchmarks known and configured."""
-    from ltopd.grid import BENCHMARKS
+    from ltopd.catalog import BENCHMARKS
 
     out = []
     for name, study in (cfg.get("studies") or {}).items():
@@ -201,8 +201,8 @@ def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
 
 
 def _stage_problems(key: str, stages: list[dict[str, Any]], base_world: dict[str, Any]) -> list[str]:
+    from ltopd.catalog import BENCHMARKS
     from ltopd.data.world import TASKS
-    from ltopd.grid import BENCHMARKS
 
     out = []
     for i, stage in enumerate(stages):

@@ -11,22 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Method name -> family. "reference" = all visual tokens; "selector" = training-free reduction;
-# "trained" = a method that trains the student at the target budget (train issue).
-METHODS: dict[str, str] = {
-    "full": "reference",
-    **{s: "selector" for s in ("cdpruner", "divprune", "fastv", "dart", "hiprune", "random", "uniform")},
-    **{m: "trained" for m in (
-        "sft", "sft_curriculum", "kd_fixed_prefix", "opd_no_curriculum", "ltopd", "ltopd_no_plateau",
-        "ltopd_forward_kl", "ltopd_reverse_kl", "ltopd_teacher_ema", "ltopd_trust_region",
-        "epic", "llava_mini", "grpo", "gspo", "dapo")},
-}
-
-# Table 2's nine benchmarks, then the multi-image pair of Table 14.
-BENCHMARKS: tuple[str, ...] = (
-    "vstar", "hrbench4k", "gqa", "mmmu", "mmbench", "mme", "pope", "textvqa", "ocrbench",
-    "muirbench", "mvbench",
-)
+from ltopd.catalog import METHODS, TABLES, tables_of_kind
 
 
 @dataclass(frozen=True)
@@ -88,8 +73,8 @@ def grid_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
     lowest = target_budget(cfg)
     trained = [lowest, 1.0] if g.get("student_full_tokens") else [lowest]
     for bb, m, bench in itertools.product(g["backbones"], g["methods"], g["benchmarks"]):
-        family = METHODS[m]
-        budgets = [1.0] if family == "reference" else trained if family == "trained" else g["budgets"]
+        kind = METHODS[m].kind
+        budgets = [1.0] if kind == "reference" else trained if kind == "trained" else g["budgets"]
         for seed, b in itertools.product(method_seeds(cfg, m), budgets):
             yield EvalJob(bb, m, float(b), bench, seed)
 
@@ -106,14 +91,14 @@ def eval_setting(method: str, budget: float, train_selector: str | None = None) 
     keeps every token; a selector keeps ``budget`` of them itself; a trained student is evaluated
     with the selector it was trained with (the profile's ``training.selector``: CDPruner in the
     paper), which its caller must pass."""
-    family = METHODS.get(method)
-    if family is None:
+    if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {sorted(METHODS)}")
+    kind = METHODS[method].kind
     if not 0 < budget <= 1:
         raise ValueError(f"budget must be in (0, 1], got {budget!r}")
-    if family == "reference":
+    if kind == "reference":
         return 1.0, "cdpruner"  # selector unused at ratio 1
-    if family == "selector":
+    if kind == "selector":
         return float(budget), method
     if train_selector is None:
         raise ValueError(f"{method} is a trained method: give the selector it was trained with (training.selector)")
@@ -198,47 +183,19 @@ def table2_fit_records(cfg: dict[str, Any]) -> dict[str, str]:
             for b in cfg["grid"]["benchmarks"] if not entries.get(b, {}).get("path") for s in cfg["seeds"]}
 
 
-# Tables comparing trained variants at the target budget (each beside full tokens); a profile
-# builds one when its grid has every method the table compares.
-ABLATION_TABLES: dict[str, tuple[str, ...]] = {
-    "table7": ("ltopd", "ltopd_trust_region", "ltopd_teacher_ema"),  # teacher variants
-    "table12": ("ltopd_forward_kl", "ltopd_reverse_kl", "ltopd"),     # divergences
-}
-
-
 def ablation_tables(cfg: dict[str, Any]) -> list[str]:
-    return [t for t, ms in ABLATION_TABLES.items() if set(ms) <= set(cfg["grid"]["methods"])]
+    """The catalog's ablation tables whose every compared method is in the grid."""
+    return [t for t in tables_of_kind("ablation") if set(TABLES[t].methods) <= set(cfg["grid"]["methods"])]
 
 
 def ablation_inputs(cfg: dict[str, Any], table: str) -> list[str]:
-    return table2_inputs(cfg, {"full", *ABLATION_TABLES[table]})
-
-
-@dataclass(frozen=True)
-class Study:
-    """A table (or figure) comparing fixed methods at the grid's smallest budget on chosen
-    backbones and benchmarks (profile section ``studies.<name>``: ``backbones``, default the
-    grid's first; ``benchmarks``, default the grid's)."""
-
-    methods: tuple[str, ...]
-    title: str
-
-
-# The paper's comparisons outside Table 2. "cdpruner" is the untrained student's row (the
-# selector LT-OPD trains with), the S_pruned of Figure 4's recovery.
-STUDIES: dict[str, Study] = {
-    "table3": Study(("full", "cdpruner", "ltopd"), "Table 3: model scales"),
-    "table4": Study(("full", "cdpruner", "ltopd"), "Table 4: model families"),
-    "table6": Study(("full", "cdpruner", "grpo", "gspo", "dapo", "ltopd"), "Table 6: RL algorithms vs LT-OPD"),
-    "table14": Study(("full", "cdpruner", "epic", "ltopd"), "Table 14: multi-image benchmarks"),
-    "figure4": Study(("full", "cdpruner", "grpo", "gspo", "dapo", "ltopd"), "Figure 4: compression-gap recovery"),
-}
+    return table2_inputs(cfg, {"full", *TABLES[table].methods})
 
 
 def studies(cfg: dict[str, Any]) -> list[str]:
-    """The studies this profile builds (its ``studies`` section), in registry order."""
+    """The catalog's studies this profile builds (its ``studies`` section), in catalog order."""
     asked = cfg.get("studies") or {}
-    return [s for s in STUDIES if s in asked]
+    return [s for s in tables_of_kind("study") if s in asked]
 
 
 def study_backbones(cfg: dict[str, Any], study: str) -> list[str]:
@@ -252,10 +209,10 @@ def study_benchmarks(cfg: dict[str, Any], study: str) -> list[str]:
 def study_jobs(cfg: dict[str, Any], study: str) -> Iterator[EvalJob]:
     """Full tokens once (budget 1), every other method at the grid's smallest budget."""
     lowest = target_budget(cfg)
-    for bb, m, bench in itertools.product(study_backbones(cfg, study), STUDIES[study].methods,
+    for bb, m, bench in itertools.product(study_backbones(cfg, study), TABLES[study].methods,
                                           study_benchmarks(cfg, study)):
         for seed in method_seeds(cfg, m):
-            yield EvalJob(bb, m, 1.0 if METHODS[m] == "reference" else lowest, bench, seed)
+            yield EvalJob(bb, m, 1.0 if METHODS[m].kind == "reference" else lowest, bench, seed)
 
 
 def study_inputs(cfg: dict[str, Any], study: str) -> list[str]:
@@ -275,7 +232,7 @@ def study_targets(cfg: dict[str, Any]) -> list[str]:
     p = paths(cfg)
     out = []
     for s in studies(cfg):
-        out += [p["table"].format(table=s), p["figure"].format(figure=s) if s.startswith("figure")
+        out += [p["table"].format(table=s), p["figure"].format(figure=s) if TABLES[s].is_figure
                 else p["table_md"].format(table=s)]
     if cfg.get("efficiency"):
         out += [p["table"].format(table="figure1_right"), p["figure"].format(figure="figure1_right")]
@@ -375,7 +332,7 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
         # the students' data, by its fingerprint (content hash, committed): a changed LT-14K reruns
         # this stage, and `dvc repro --dry` works on a fresh clone (DVC cannot hash an upstream
         # output that is not there yet, treeverse/dvc#9021)
-        + ([p["lt14k_metrics"]] if any(METHODS[m] == "trained" for m in cfg["grid"]["methods"]) else [])
+        + ([p["lt14k_metrics"]] if any(METHODS[m].kind == "trained" for m in cfg["grid"]["methods"]) else [])
         + [model_path(cfg, b) for b in evaluated_backbones(cfg) if b in tw or b in released(cfg)]
         + ([cfg["efficiency"]["analytic_config"]] if cfg.get("efficiency") else []),  # Figure 1 right
         "params": [{config_file: ["evaluation", "grid", "seeds", "reduction", "world"]

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from ltopd import config as ltopd_config
-from ltopd import grid, tracking
+from ltopd import catalog, grid, tracking
 
 
 PATHS = grid.paths(config)
@@ -60,7 +60,7 @@ def eval_group_spec(method):
     """An evaluation depends on the floor and batch size; a trained student's also on the selector
     it was trained with (changing training.selector reruns exactly those evaluations)."""
     extra = {}
-    if grid.METHODS[method] == "trained":
+    if catalog.METHODS[method].kind == "trained":
         extra["training"] = {"selector": grid.train_selector(config)}
     return spec("reduction", evaluation={"batch_size": config["evaluation"]["batch_size"]}, **extra)
 
@@ -89,7 +89,7 @@ EVAL_RESOURCES = {k: profile_setting(v)
 
 def eval_model(backbone, method, seed):
     """The weights an evaluation group loads: a trained method's student, else the backbone."""
-    if grid.METHODS[method] == "trained":
+    if catalog.METHODS[method].kind == "trained":
         return PATHS["student"].format(backbone=backbone, method=method, seed=seed)
     return backbone_weights(backbone)
 

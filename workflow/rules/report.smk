@@ -41,7 +41,7 @@ rule ablation_table:
     params:
         spec=spec("grid", "seeds"),
     wildcard_constraints:
-        table="|".join(grid.ABLATION_TABLES),
+        table="|".join(catalog.tables_of_kind("ablation")),
     log:
         f"{PATHS['logs']}/{{table}}.log",
     benchmark:
@@ -63,7 +63,7 @@ rule study_table:
     params:
         spec=spec("grid", "seeds", studies=config.get("studies") or {}),
     wildcard_constraints:
-        table="|".join(t for t in grid.STUDIES if t.startswith("table")),
+        table="|".join(t for t in catalog.tables_of_kind("study") if not catalog.TABLES[t].is_figure),
     log:
         f"{PATHS['logs']}/{{table}}.log",
     conda:

@@ -18,7 +18,7 @@ rule train:
         launch=train_launcher,
     wildcard_constraints:
         seed=r"\d+",
-        method="|".join(m for m, f in grid.METHODS.items() if f == "trained"),
+        method="|".join(catalog.methods_of_kind("trained")),
     threads: 1
     log:
         f"{PATHS['logs']}/train/{{backbone}}/{{method}}-seed{{seed}}.log",

@@ -14,6 +14,7 @@ from typing import Any
 
 from ltopd.bench.scoring import check_predictions, score
 from ltopd.bench.suites import SUITES
+from ltopd.catalog import DEFAULT_FLOOR
 from ltopd.models.backbone import Backbone
 from ltopd.models.inference import Setting, predict_settings
 
@@ -29,7 +30,7 @@ def clean(generated: str) -> str:
 
 
 def evaluate(backbone: Backbone, records: Sequence[dict[str, Any]], benchmark: str, ratio: float = 1.0,
-             selector: str = "cdpruner", floor: int = 1, batch_size: int = 32, seed: int = 0,
+             selector: str = "cdpruner", floor: int = DEFAULT_FLOOR, batch_size: int = 32, seed: int = 0,
              progress: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(prediction rows, metrics). ``ratio`` 1 keeps every visual token; below 1, ``selector``
     keeps ``max(floor, ceil(N * ratio))`` of each image's N tokens."""
@@ -37,7 +38,7 @@ def evaluate(backbone: Backbone, records: Sequence[dict[str, Any]], benchmark: s
 
 
 def evaluate_settings(backbone: Backbone, records: Sequence[dict[str, Any]], benchmark: str,
-                      settings: Sequence[Setting], floor: int = 1, batch_size: int = 32, seed: int = 0,
+                      settings: Sequence[Setting], floor: int = DEFAULT_FLOOR, batch_size: int = 32, seed: int = 0,
                       progress: bool = True) -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
     """`evaluate` for several (ratio, selector) settings from one vision pass per batch
     (ltopd.models.inference.predict_settings): the same rows as evaluating each alone. Each

@@ -31,6 +31,7 @@ import torch
 from torch import Tensor
 from transformers import LogitsProcessor, LogitsProcessorList
 
+from ltopd.catalog import DEFAULT_FLOOR
 from ltopd.models.backbone import Backbone, EncodedBatch
 from ltopd.models.hook import Selection, choose, reduced_forward, reduced_generate
 from ltopd.selectors import requirements
@@ -262,7 +263,7 @@ def _mean(xs: Sequence[float]) -> float:
 
 
 def measure(backbone: Backbone, records: Sequence[Mapping[str, Any]], methods: Sequence[Method],
-            protocol: Protocol = Protocol(), floor: int = 32, seed: int = 0, profile_flops: bool = True,
+            protocol: Protocol = Protocol(), floor: int = DEFAULT_FLOOR, seed: int = 0, profile_flops: bool = True,
             progress: Any = None) -> list[MethodResult]:
     """Run the protocol for every method on the qualifying questions of ``records``."""
     backbone.model.eval()

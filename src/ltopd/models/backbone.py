@@ -30,6 +30,7 @@ from ltopd.models.processor import ImageTextProcessor
 from ltopd.models.prompt import render_prompt, user_text
 from ltopd.models.qwen35 import Qwen35Ops
 from ltopd.models.tokenizer import ANSWER_CLOSE, IM_END
+from ltopd.catalog import DEFAULT_FLOOR
 from ltopd.selectors import SelectionInputs, requirements
 
 class BackboneFamily(FamilyOps, Protocol):
@@ -177,11 +178,13 @@ class Backbone:
         return fields
 
     def select(
-        self, batch: EncodedBatch, ratio: float, selector: SelectorLike, floor: int = 32, seed: int = 0
+        self, batch: EncodedBatch, ratio: float, selector: SelectorLike, floor: int = DEFAULT_FLOOR, seed: int = 0,
+        features: Sequence[Tensor] | None = None,
     ) -> Selection:
-        """Choose the kept visual tokens per image at keep `ratio` (ratio 1 keeps all)."""
+        """Choose the kept visual tokens per image at keep `ratio` (ratio 1 keeps all); `features`
+        as in forward() (None: one vision pass here)."""
         with torch.no_grad():
-            features = self.image_features(batch)
+            features = self.image_features(batch) if features is None else [f.detach() for f in features]
         needs = requirements(selector) if isinstance(selector, str) else frozenset()
         return choose(self.selection_inputs(batch, features, needs, seed), ratio, selector, floor)
 
@@ -190,34 +193,43 @@ class Backbone:
         return Selection.full([h * w for h, w in self.ops.grid_hw(self.model, batch.inputs)])
 
     def forward(
-        self, batch: EncodedBatch, selection: Selection | None = None, with_labels: bool = False, **kwargs: Any
+        self, batch: EncodedBatch, selection: Selection | None = None, with_labels: bool = False,
+        features: Sequence[Tensor] | None = None, **kwargs: Any
     ) -> tuple[Any, PrunedSequence]:
-        """Forward on the context `selection` keeps (dense when None); returns (output, pruned)."""
+        """Forward on the context `selection` keeps (dense when None); returns (output, pruned).
+        `features`: the batch's post-merger features per image when already computed (one vision
+        pass shared by selection, generation and scoring); None runs the vision tower here."""
         selection = self.full_selection(batch) if selection is None else selection
         labels = batch.labels if with_labels else None
-        with self._llava_mini(batch, with_responses=True) as extra:
+        with self._visual(batch, features, with_responses=True) as extra:
             return reduced_forward(self.ops, self.model, batch.inputs, selection, labels, **extra, **kwargs)
 
-    def generate(self, batch: EncodedBatch, selection: Selection | None = None, **kwargs: Any) -> Any:
+    def generate(
+        self, batch: EncodedBatch, selection: Selection | None = None, features: Sequence[Tensor] | None = None,
+        **kwargs: Any
+    ) -> Any:
         """New token ids (B, T) from the reduced context (generate's output object with
-        return_dict_in_generate); stops at '</answer>' unless eos_token_id says otherwise."""
+        return_dict_in_generate); stops at '</answer>' unless eos_token_id says otherwise.
+        `features` as in forward()."""
         selection = self.full_selection(batch) if selection is None else selection
         kwargs.setdefault("eos_token_id", self.stop_token_ids())
         kwargs.setdefault("pad_token_id", self.tokenizer.pad_token_id)
-        with self._llava_mini(batch, with_responses=False) as extra:
+        with self._visual(batch, features, with_responses=False) as extra:
             return reduced_generate(self.ops, self.model, batch.inputs, selection, **extra, **kwargs)
 
     @contextmanager
-    def _llava_mini(self, batch: EncodedBatch, with_responses: bool) -> Iterator[dict[str, Any]]:
-        """Nothing for a plain backbone; with a LLaVA-Mini module (ltopd.models.llava_mini): the
-        compressor for the hook and the prompt's pre-fusion armed for this call."""
+    def _visual(self, batch: EncodedBatch, features: Sequence[Tensor] | None,
+                with_responses: bool) -> Iterator[dict[str, Any]]:
+        """The hook's visual arguments: the given features (none: the hook computes them); with a
+        LLaVA-Mini module (ltopd.models.llava_mini), also its compressor, and the prompt's
+        pre-fusion armed for this call."""
         from ltopd.models.llava_mini import adapter_of
 
         mini = adapter_of(self.model)
         if mini is None:
-            yield {}
+            yield {} if features is None else {"features": tuple(features)}
             return
-        features = self.image_features(batch)
+        features = self.image_features(batch) if features is None else tuple(features)
         rows = len(batch.query_ids)
         empty = torch.zeros(0, mini.hidden, device=self.model.device)
         row_visual = [torch.cat([f for f, r in zip(features, batch.image_rows) if r == b] or [empty])

@@ -8,8 +8,9 @@ from typing import Any
 
 import torch
 
+from ltopd.catalog import DEFAULT_FLOOR
 from ltopd.models.backbone import Backbone
-from ltopd.models.hook import choose, reduced_generate
+from ltopd.models.hook import choose
 from ltopd.models.prompt import extract_answer
 from ltopd.progress import bar as progress_bar
 from ltopd.selectors import requirements
@@ -19,8 +20,8 @@ Setting = tuple[float, str]  # (keep ratio, selector); ratio 1 keeps every token
 
 @torch.no_grad()
 def predict_settings(backbone: Backbone, records: Sequence[Mapping[str, Any]], settings: Sequence[Setting],
-                     floor: int = 1, batch_size: int = 16, max_new_tokens: int = 32, seed: int = 0,
-                     progress: bool = False, desc: str = "predict") -> list[list[str]]:
+                     floor: int = DEFAULT_FLOOR, batch_size: int = 16, max_new_tokens: int = 32,
+                     seed: int = 0, progress: bool = False, desc: str = "predict") -> list[list[str]]:
     """Raw generated text per setting and record: greedy, images before text, the empty-think +
     open-answer prefix, stop at '</answer>' or after `max_new_tokens`; each setting's visual
     tokens reduced to its ratio (per image, with `floor`) by its selector.
@@ -40,29 +41,14 @@ def predict_settings(backbone: Backbone, records: Sequence[Mapping[str, Any]], s
             inputs = backbone.selection_inputs(batch, features, needs, seed + start) if reduced else None
             for texts, (ratio, selector) in zip(out, settings):
                 selection = backbone.full_selection(batch) if ratio >= 1.0 else choose(inputs, ratio, selector, floor)
-                ids = _generate(backbone, batch, selection, features, max_new_tokens)
+                ids = backbone.generate(batch, selection, features, do_sample=False, max_new_tokens=max_new_tokens)
                 texts += backbone.tokenizer.batch_decode(ids, skip_special_tokens=False)
                 bar.update(len(chunk))
     return out
 
 
-def _generate(backbone: Backbone, batch: Any, selection: Any, features: Sequence[torch.Tensor],
-              max_new_tokens: int) -> torch.Tensor:
-    """Backbone.generate from the batch's features already computed. A LLaVA-Mini student goes
-    through Backbone.generate (its compressor and pre-fusion need their hooks armed there).
-    (Backbone.generate takes no features yet: models/backbone.py is hashed into the released
-    twins' manifests, so the argument moves there with the next rebuild of the releases.)"""
-    from ltopd.models.llava_mini import adapter_of
-
-    if adapter_of(backbone.model) is not None:
-        return backbone.generate(batch, selection, do_sample=False, max_new_tokens=max_new_tokens)
-    return reduced_generate(backbone.ops, backbone.model, batch.inputs, selection, features=features,
-                            do_sample=False, max_new_tokens=max_new_tokens,
-                            eos_token_id=backbone.stop_token_ids(), pad_token_id=backbone.tokenizer.pad_token_id)
-
-
 def predict(backbone: Backbone, records: Sequence[Mapping[str, Any]], ratio: float = 1.0,
-            selector: str = "cdpruner", floor: int = 1, batch_size: int = 16, max_new_tokens: int = 32,
+            selector: str = "cdpruner", floor: int = DEFAULT_FLOOR, batch_size: int = 16, max_new_tokens: int = 32,
             seed: int = 0, progress: bool = False, desc: str = "predict") -> list[str]:
     """`predict_settings` for one (ratio, selector)."""
     return predict_settings(backbone, records, [(ratio, selector)], floor, batch_size, max_new_tokens, seed,

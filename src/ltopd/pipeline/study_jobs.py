@@ -1,4 +1,4 @@
-"""`ltopd study|figure4|figure1`: the tables and figures of grid.STUDIES and Figure 1 right.
+"""`ltopd study|figure4|figure1`: the tables and figures of the catalog's studies and Figure 1 right.
 
 Wired into ltopd.cli like pipeline/efficiency_jobs.py (add_parser + run):
 ``ltopd study --study table3 --spec JSON --results ... --out CSV --markdown MD``,
@@ -16,7 +16,7 @@ COMMANDS = ("study", "figure4", "figure1")
 
 
 def add_parser(subparsers: Any) -> None:
-    from ltopd.grid import STUDIES
+    from ltopd.catalog import TABLES, tables_of_kind
 
     helps = {"study": "a study table (Tables 3, 4, 6, 14) -> results/<table>.csv/.md",
              "figure4": "Figure 4: compression-gap recovery -> CSV + bar plot",
@@ -30,7 +30,8 @@ def add_parser(subparsers: Any) -> None:
         s.add_argument("--results", nargs="+", required=True, help="metrics.json files of `ltopd evaluate`")
         s.add_argument("--out", required=True, help="CSV")
         if name == "study":
-            s.add_argument("--study", required=True, choices=[t for t in STUDIES if t.startswith("table")])
+            tables = [t for t in tables_of_kind("study") if not TABLES[t].is_figure]
+            s.add_argument("--study", required=True, choices=tables)
             s.add_argument("--markdown", required=True)
         else:
             s.add_argument("--figure", required=True, help="PNG")
@@ -48,7 +49,8 @@ def _inputs(args: argparse.Namespace):
 
 def study(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_file
-    from ltopd.grid import STUDIES, study_benchmarks
+    from ltopd.catalog import TABLES
+    from ltopd.grid import study_benchmarks
     from ltopd.report import studies, table2
     from ltopd.tracking import job_run
 
@@ -60,7 +62,7 @@ def study(args: argparse.Namespace) -> int:
             fh.write(table2.to_csv(rows, benchmarks))
         md = studies.study_markdown(rows, benchmarks, notes)
         with atomic_file(args.markdown) as fh:
-            fh.write(f"# {STUDIES[args.study].title} ({spec['profile']} profile)\n\n" + md)
+            fh.write(f"# {TABLES[args.study].title} ({spec['profile']} profile)\n\n" + md)
         run.log_metrics({f"{r['backbone']}/{r['method']}-{r['budget']:g}/avg_retain": r["avg_retain"].mean
                          for r in rows if r["source"] == "ours" and r["avg_retain"].n})
         run.log_artifact(args.out)
@@ -73,7 +75,7 @@ def figure4(args: argparse.Namespace) -> int:
     import math
 
     from ltopd.atomic import atomic_file
-    from ltopd.grid import STUDIES
+    from ltopd.catalog import TABLES
     from ltopd.report import figures, studies, table2
     from ltopd.tracking import job_run
 
@@ -82,7 +84,7 @@ def figure4(args: argparse.Namespace) -> int:
         rows, notes = studies.recovery(table2.load_results(args.results), spec)
         with atomic_file(args.out) as fh:
             fh.write(studies.recovery_csv(rows))
-        figures.recovery_bars(rows, args.figure, f"{STUDIES['figure4'].title} ({spec['profile']} profile)\n"
+        figures.recovery_bars(rows, args.figure, f"{TABLES['figure4'].title} ({spec['profile']} profile)\n"
                               "paper: LT-OPD exceeds every RL method by > 45 points on V*Bench", notes)
         run.log_metrics({f"{r['backbone']}/{r['method']}/{r['benchmark']}/recovery": r["recovery"]
                          for r in rows if not math.isnan(r["recovery"])})

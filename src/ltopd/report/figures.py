@@ -36,8 +36,8 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ltopd.grid import METHODS
-    from ltopd.report.table2 import LABELS
+    from ltopd.catalog import METHODS
+    from ltopd.report.table2 import display_name
 
     fig, (ax, side) = plt.subplots(1, 2, figsize=(9.0, 5.0), dpi=120, sharey=True,
                                    gridspec_kw={"width_ratios": [3, 2]})
@@ -60,9 +60,9 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
             spread = (y - ci.lo, ci.hi - y) if ci is not None else (r["avg_retain"].sd, r["avg_retain"].sd)
             lo.append(max(spread[0], 0.0))
             hi.append(max(spread[1], 0.0))
-        style = "-" if METHODS.get(method) == "selector" else "none"
+        style = "-" if method in METHODS and METHODS[method].kind == "selector" else "none"
         line = ax.errorbar(xs, ys, yerr=[lo, hi], marker=markers[j % len(markers)], linestyle=style, capsize=2,
-                           ms=4, lw=1, label=LABELS.get(method, method))
+                           ms=4, lw=1, label=display_name(method))
         colours[method] = line[0].get_color()
         plotted += 1
     if not plotted:  # e.g. no benchmark passed its gate: say so instead of an empty frame
@@ -89,7 +89,7 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
         for r, y, ly in zip(at, ys, spread_labels(ys, gap)):
             colour = colours.get(r["method"], "grey")
             side.plot(2 * c, y, marker="x", ms=7, linestyle="none", color=colour)
-            side.annotate(f"{LABELS.get(r['method'], r['method'])} {y:.1f}", (2 * c, y), xytext=(2 * c + 0.15, ly),
+            side.annotate(f"{display_name(r['method'])} {y:.1f}", (2 * c, y), xytext=(2 * c + 0.15, ly),
                           textcoords="data", fontsize=6, color=colour, va="center",
                           arrowprops={"arrowstyle": "-", "lw": 0.4, "color": colour})
     side.set_xticks([2 * c for c in range(len(columns))], [f"{100 * b:g}%" for b in columns])
@@ -125,7 +125,7 @@ def recovery_bars(rows: list[dict[str, Any]], out: str | Path, title: str, notes
     plt = _pyplot()
     from matplotlib.patches import Patch
 
-    from ltopd.report.table2 import BENCH_LABELS, LABELS
+    from ltopd.report.table2 import display_name
 
     backbones = list(dict.fromkeys(r["backbone"] for r in rows)) or ["(no results)"]
     fig, axes = plt.subplots(len(backbones), 1, figsize=(7.0, 3.4 * len(backbones) + 0.6), dpi=120, squeeze=False)
@@ -152,8 +152,8 @@ def recovery_bars(rows: list[dict[str, Any]], out: str | Path, title: str, notes
                     ax.bar(x, r["recovery"], width, yerr=err, capsize=2, color=colour)
                     ax.text(x, max(r["recovery"], 0) + (err or 0) + 1, f"{r['recovery']:.0f}", ha="center",
                             va="bottom", fontsize=6)  # a 0 recovery has no visible bar
-            handles.append(Patch(color=colour, label=LABELS.get(method, method)))
-        ax.set_xticks(range(len(benches)), [BENCH_LABELS.get(b, b) for b in benches])
+            handles.append(Patch(color=colour, label=display_name(method)))
+        ax.set_xticks(range(len(benches)), [display_name(b) for b in benches])
         ax.axhline(0, color="black", lw=0.6)
         ax.axhline(100, color="black", lw=0.6, ls=":")
         ax.margins(y=0.15)  # room for the legend and the value marks
@@ -174,13 +174,13 @@ def flops_retain_scatter(rows: list[dict[str, Any]], out: str | Path, title: str
     """Figure 1 right: prefill FLOPs ratio (x) vs average retain ratio (y); ours filled markers
     labelled by method and budget (error bars over seeds), the paper's as crosses."""
     plt = _pyplot()
-    from ltopd.report.table2 import LABELS
+    from ltopd.report.table2 import display_name
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
     colours: dict[str, str] = {}
     for r in rows:
         colour = colours.setdefault(r["method"], f"C{len(colours) % 10}")
-        label = f"{LABELS.get(r['method'], r['method'])} {100 * r['budget']:g}%"
+        label = f"{display_name(r['method'])} {100 * r['budget']:g}%"
         if r["source"] == "ours":
             sd = r["avg_retain_sd"] if isinstance(r["seeds"], int) and r["seeds"] > 1 else None
             ax.errorbar(r["flops_ratio"], r["avg_retain"], yerr=sd, fmt="o", color=colour, capsize=2, ms=5)

@@ -1,4 +1,4 @@
-"""The paper's comparisons outside Table 2 (grid.STUDIES): Tables 3, 4, 6 and 14 (Table 2's
+"""The paper's comparisons outside Table 2 (ltopd.catalog.TABLES): Tables 3, 4, 6 and 14 (Table 2's
 arithmetic per backbone), Figure 4's compression-gap recovery, and Figure 1 right (prefill FLOPs
 ratio vs average retain ratio). Pure builders: the job (pipeline/study_jobs.py) reads and writes files."""
 
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ltopd import grid
+from ltopd.catalog import TABLES
 from ltopd.efficiency.analytic import TextArch, keep_count, prefill_flops
 from ltopd.report import table2
 from ltopd.report.reported import paper_backbone, paper_rows
@@ -26,7 +27,7 @@ def build_study(results: list[dict[str, Any]], cfg: dict[str, Any], study: str) 
     """(rows, notes) of a study table: per backbone of the study, its full-token row and the
     study's methods at the grid's smallest budget, each retain ratio against THAT backbone's full
     tokens (Table 2's arithmetic); then the paper's rows of the study."""
-    methods = grid.STUDIES[study].methods
+    methods = TABLES[study].methods
     backbones = grid.study_backbones(cfg, study)
     benchmarks = grid.study_benchmarks(cfg, study)
     lowest = grid.target_budget(cfg)
@@ -67,7 +68,7 @@ def recovery(results: list[dict[str, Any]], cfg: dict[str, Any]) -> tuple[list[d
     untrained student, at the grid's smallest budget; S_full = full tokens of the same seed),
     then mean and sample sd over seeds. A seed whose S_full <= S_pruned has no recovery (nothing
     was lost to pruning); a cell without any defined seed stays empty (NaN)."""
-    study = grid.STUDIES["figure4"]
+    study = TABLES["figure4"]
     lowest = grid.target_budget(cfg)
     benchmarks = grid.study_benchmarks(cfg, "figure4")
     # score[(backbone, method, benchmark)][seed]; full at budget 1, the others at the smallest budget

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ltopd.grid import METHODS
+from ltopd.catalog import BENCHMARKS, METHODS
 from ltopd.jsonl import read_jsonl
 from ltopd.report import stats
 from ltopd.report.gates import GATE_SE, Gate, gate, question_only
@@ -35,21 +35,10 @@ from ltopd.report.retain import Stat, retain_ratio
 
 QO_LABEL = "Question-only (out of sample)"
 
-# Row order within a budget: the paper's (training-free, then training-based, LT-OPD last).
-ORDER = ["full", "fastv", "divprune", "dart", "cdpruner", "hiprune", "random", "uniform",
-         "sft", "sft_curriculum", "llava_mini", "epic", "kd_fixed_prefix", "opd_no_curriculum", "ltopd",
-         "ltopd_no_plateau", "ltopd_forward_kl", "ltopd_reverse_kl", "ltopd_teacher_ema", "ltopd_trust_region"]
-LABELS = {"full": "Full tokens", "fastv": "FastV", "divprune": "DivPrune", "dart": "DART",
-          "cdpruner": "CDPruner", "hiprune": "HiPrune", "random": "Random", "uniform": "Uniform",
-          "sft": "SFT", "sft_curriculum": "SFT + curriculum", "llava_mini": "LLaVA-Mini", "epic": "EPIC",
-          "kd_fixed_prefix": "Curriculum + fixed-prefix JSD (KD)",
-          "opd_no_curriculum": "On-policy JSD, no curriculum", "ltopd": "LT-OPD",
-          "ltopd_no_plateau": "LT-OPD, no final plateau", "ltopd_forward_kl": "LT-OPD, forward KL",
-          "ltopd_reverse_kl": "LT-OPD, reverse KL", "ltopd_teacher_ema": "LT-OPD, EMA teacher",
-          "ltopd_trust_region": "LT-OPD, trust-region teacher", "grpo": "GRPO", "gspo": "GSPO", "dapo": "DAPO"}
-BENCH_LABELS = {"vstar": "V*Bench", "hrbench4k": "HR-4K", "gqa": "GQA", "mmmu": "MMMU", "mmbench": "MMB",
-                "mme": "MME", "pope": "POPE", "textvqa": "TVQA", "ocrbench": "OCRB",
-                "muirbench": "MuirBench", "mvbench": "MVBench"}
+def display_name(name: str) -> str:
+    """A method's or benchmark's label in tables and figures (the name itself if it has none)."""
+    entry = METHODS.get(name) or BENCHMARKS.get(name)
+    return entry.label if entry else name
 
 
 def load_results(files: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -66,7 +55,8 @@ def load_results(files: Sequence[str | Path]) -> list[dict[str, Any]]:
 
 
 def _order(method: str) -> int:
-    return ORDER.index(method) if method in ORDER else len(ORDER) + sorted(METHODS).index(method)
+    """Row order within a budget: the catalog's (the paper's)."""
+    return list(METHODS).index(method)
 
 
 def our_rows(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str],
@@ -298,12 +288,12 @@ def to_markdown(rows: list[dict[str, Any]], benchmarks: Sequence[str], notes: Se
     """``show_backbone`` adds a Backbone column (tables spanning several models); off, the
     output is Table 2's."""
     head = ["", *(["Backbone"] if show_backbone else []), "Method", "Budget",
-            *[BENCH_LABELS.get(b, b) for b in benchmarks], "Avg. retain (%)"]
+            *[display_name(b) for b in benchmarks], "Avg. retain (%)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         mark = {"paper": "paper", "gate": "gate"}.get(r["source"], "ours")
         label = {"question_only": QO_LABEL, "gate": f"Gate: full - QO >= {GATE_SE:g} SE"}.get(r["method"]) \
-            if r["source"] in ("baseline", "gate") else LABELS.get(r["method"], r["method"])
+            if r["source"] in ("baseline", "gate") else display_name(r["method"])
         text = r.get("text") or {}
         cells = [text.get(b, "") if r["source"] == "gate" else _cell(r["bench"].get(b), r["seeds"]) for b in benchmarks]
         lines.append("| " + " | ".join([mark, *([r["backbone"]] if show_backbone else []), label,

@@ -17,10 +17,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ltopd.catalog import DEFAULT_FLOOR
+
 PAPER_TOTAL_STEPS = 175
 PAPER_WARM_STEPS = 14
 PAPER_DECAY_END = 100
-MIN_VISUAL_TOKENS = 32
 
 
 def _round_half_up(x: float) -> int:
@@ -82,7 +83,7 @@ def schedule(total_steps: int, **kwargs: Any) -> list[float]:
     return [keep_ratio(c, total_steps, **kwargs) for c in range(total_steps)]
 
 
-def kept_tokens(n_visual: int, ratio: float, floor: int = MIN_VISUAL_TOKENS) -> int:
+def kept_tokens(n_visual: int, ratio: float, floor: int = DEFAULT_FLOOR) -> int:
     """Visual tokens kept per image as the authors ran it: min(N, max(floor, ceil(N ratio))).
 
     (The paper's text says Round(r N); the released code uses ceil with a floor of 32.)

@@ -81,13 +81,16 @@ class EpicTrainer(Trainer):
         recs, responses = list(records), [build_target(r) for r in records]
         t0 = time.perf_counter()
         batch, width = encode_responses(self.student, recs, responses)
+        # one tower pass for both selections and both views
+        features = self.student.image_features(batch) if cfg.share_features else None
         with torch.no_grad():
-            student_sel = self.student.select(batch, ratio, cfg.selector, cfg.floor, seed)
-            teacher_sel = None if teacher_ratio >= 1.0 else self.student.select(batch, teacher_ratio, cfg.selector,
-                                                                                 cfg.floor, seed)
-            teacher = score(self.student, batch, width, teacher_sel).logits
+            fixed = None if features is None else [f.detach() for f in features]
+            student_sel = self.student.select(batch, ratio, cfg.selector, cfg.floor, seed, fixed)
+            teacher_sel = (None if teacher_ratio >= 1.0 else
+                           self.student.select(batch, teacher_ratio, cfg.selector, cfg.floor, seed, fixed))
+            teacher = score(self.student, batch, width, teacher_sel, fixed).logits
         ta = time.perf_counter()
-        student = score(self.student, batch, width, student_sel)
+        student = score(self.student, batch, width, student_sel, features)
         loss = epic_loss(student.logits, teacher, student.ids, student.mask, alpha=self.epic.alpha, tau=self.epic.tau)
         return loss, {"teacher_keep_ratio": teacher_ratio, "teacher_s": ta - t0,
                       "student_forward_s": time.perf_counter() - ta,

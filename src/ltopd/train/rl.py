@@ -21,6 +21,7 @@ import torch
 from ltopd.models.hook import Selection
 from ltopd.sections import from_section
 from ltopd.train import rl_losses
+from ltopd.train.features import ImageFeatures
 from ltopd.train.reward import correctness_reward
 from ltopd.train.rollout import concat, rollout, rows_of
 from ltopd.train.scoring import encode_responses, score
@@ -69,10 +70,11 @@ class RLTrainer(Trainer):
         super().__init__(student, method, cfg, total_steps)
         self.rl = RLParams.from_section(cfg.method_params)
 
-    def _groups(self, records: Sequence[Mapping[str, Any]], ratio: float, seed: int) -> list[Group]:
+    def _groups(self, records: Sequence[Mapping[str, Any]], ratio: float, seed: int,
+                features: ImageFeatures | None = None) -> list[Group]:
         cfg, n = self.cfg, self.cfg.rollouts
         ro = rollout(self.student, records, n, ratio, cfg.selector, cfg.floor, cfg.max_new_tokens, seed,
-                     temperature=cfg.temperature, decode_batch=cfg.decode_batch)
+                     temperature=cfg.temperature, decode_batch=cfg.decode_batch, features=features)
         text = self.student.tokenizer.batch_decode(ro.responses, skip_special_tokens=False)
         out = []
         for q in range(len(records)):
@@ -94,7 +96,13 @@ class RLTrainer(Trainer):
         cfg, name, acc = self.cfg, self.method.policy_loss, self.accelerator
         seed = step_seed(cfg.seed, step) + acc.process_index
         t0 = time.perf_counter()
-        groups = self._groups(records, ratio, seed)
+        records = list(records)
+        # pi_old's features of the distinct images, once: the rollouts and the old log-probs read
+        # them (the mini-batches after the first step see a moved tower and run their own)
+        with torch.no_grad():
+            features = ImageFeatures.of(self.student, records) if cfg.share_features else None
+        position = {id(r): i for i, r in enumerate(records)}  # rollout rows are the records themselves
+        groups = self._groups(records, ratio, seed, features)
         reward_mean = float(torch.stack([g.correct for g in groups]).float().mean())
         resampled, spare = 0, groups[0]
         if name == "dapo":  # dynamic sampling: re-roll groups whose answers all agree, then drop them
@@ -102,7 +110,8 @@ class RLTrainer(Trainer):
                 flat = [i for i, g in enumerate(groups) if g.correct.min() == g.correct.max()]
                 if not flat:
                     break
-                again = self._groups([groups[i].records[0] for i in flat], ratio, seed + 104_729 * round_)
+                again = self._groups([groups[i].records[0] for i in flat], ratio, seed + 104_729 * round_,
+                                     features and features.subset([position[id(groups[i].records[0])] for i in flat]))
                 for i, g in zip(flat, again):
                     groups[i] = g
                 resampled += len(flat)
@@ -120,7 +129,7 @@ class RLTrainer(Trainer):
         recs = [r for g in groups for r in g.records]
         responses = [r for g in groups for r in g.responses]
         selection = concat([g.selection for g in groups])
-        old = self._old_logp(recs, responses, selection)
+        old = self._old_logp(recs, responses, selection, features, [position[id(r)] for r in recs])
         # One optimiser step per mini-batch (the last one is the loop's own step): from the second
         # on, pi has moved away from the sampling policy, so the ratios and the clips act.
         size = -(-len(recs) // self.rl.mini_batches)
@@ -143,11 +152,14 @@ class RLTrainer(Trainer):
         return torch.tensor(total), metrics
 
     @torch.no_grad()
-    def _old_logp(self, recs, responses, selection) -> list[torch.Tensor]:
-        """log pi_old of each row's sampled tokens (the sampling policy, before any step)."""
+    def _old_logp(self, recs, responses, selection, features: ImageFeatures | None = None,
+                  record_of: Sequence[int] = ()) -> list[torch.Tensor]:
+        """log pi_old of each row's sampled tokens (the sampling policy, before any step);
+        row j reads the features of record ``record_of[j]`` when ``features`` are given."""
         out = []
         for part in self._microbatches(slice(0, len(recs))):
-            logp, mask = self._logp(recs, responses, selection, part)
+            feats = None if features is None else features.rows(record_of[part])
+            logp, mask = self._logp(recs, responses, selection, part, feats)
             out += [row[m] for row, m in zip(logp, mask)]
         return out
 
@@ -155,9 +167,9 @@ class RLTrainer(Trainer):
         size = self.cfg.student_microbatch or max(rows.stop - rows.start, 1)
         return [slice(lo, min(lo + size, rows.stop)) for lo in range(rows.start, rows.stop, size)]
 
-    def _logp(self, recs, responses, selection, part: slice):
+    def _logp(self, recs, responses, selection, part: slice, features=None):
         batch, width = encode_responses(self.student, recs[part], responses[part])
-        scored = score(self.student, batch, width, rows_of(selection, recs, part))
+        scored = score(self.student, batch, width, rows_of(selection, recs, part), features)
         logp = torch.log_softmax(scored.logits.float(), -1).gather(-1, scored.ids.unsqueeze(-1)).squeeze(-1)
         return logp, scored.mask
 

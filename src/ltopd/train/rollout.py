@@ -3,7 +3,9 @@
 The selection made at the rollout's prefill is returned with the responses, so the training
 forwards replay exactly the context the student sampled from (implementation-facts.md).
 Sampling: temperature 1, top-p 1, top-k off, stop at '</answer>' or after `max_new_tokens`.
-The rollouts are data: no gradient flows through sampling.
+The rollouts are data: no gradient flows through sampling. Tokens that stand for visual inputs
+(image and video placeholders, their start and end markers) are never sampled: scoring re-reads a
+response as part of the input, where such a token would ask for pixels that do not exist.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import torch
 
 from ltopd.models.backbone import Backbone
 from ltopd.models.hook import Selection
+from ltopd.train.features import ImageFeatures, repeated
 
 
 @dataclass
@@ -60,12 +63,23 @@ def concat(selections: Sequence[Selection]) -> Selection:
     return Selection(tuple(k for s in selections for k in s.kept), tuple(n for s in selections for n in s.n_tokens))
 
 
+def visual_token_ids(backbone: Backbone) -> list[int]:
+    """The ids the model config names for images, videos and their markers (every family names
+    them `image_*`, `video_*` or `vision_*` `token_id`/`token_index`)."""
+    config = backbone.model.config.to_dict()
+    ids = {int(v) for k, v in config.items() if isinstance(v, int) and not isinstance(v, bool)
+           and k.endswith(("token_id", "token_index")) and k.startswith(("image", "video", "vision"))}
+    return sorted(ids)
+
+
 @torch.no_grad()
 def rollout(backbone: Backbone, records: Sequence[Mapping[str, Any]], n: int, ratio: float, selector: str,
             floor: int, max_new_tokens: int, seed: int, temperature: float = 1.0,
-            decode_batch: int | None = None) -> Rollouts:
+            decode_batch: int | None = None, features: ImageFeatures | None = None) -> Rollouts:
     """``n`` sampled responses per question at keep ``ratio``; deterministic given ``seed``.
-    ``decode_batch`` caps the sequences per generate() call (the paper's decode-batch cap)."""
+    ``decode_batch`` caps the sequences per generate() call (the paper's decode-batch cap).
+    ``features``: the records' post-merger features from this backbone (ImageFeatures.of), so
+    selection and generation run no vision pass of their own."""
     if n < 1:
         raise ValueError(f"rollouts per question must be >= 1, got {n}")
     reps = [r for r in records for _ in range(n)]
@@ -74,11 +88,14 @@ def rollout(backbone: Backbone, records: Sequence[Mapping[str, Any]], n: int, ra
     backbone.model.eval()
     torch.manual_seed(seed)
     selections, rows = [], []
+    record_of = repeated(len(records), n)
+    suppress = visual_token_ids(backbone)
     for i, lo in enumerate(range(0, len(reps), size)):
         batch = backbone.encode(reps[lo:lo + size])
-        sel = backbone.select(batch, ratio, selector, floor=floor, seed=seed + i)
-        ids = backbone.generate(batch, sel, do_sample=True, temperature=temperature, top_p=1.0, top_k=0,
-                                max_new_tokens=max_new_tokens)
+        feats = None if features is None else features.rows(record_of[lo:lo + size])
+        sel = backbone.select(batch, ratio, selector, floor=floor, seed=seed + i, features=feats)
+        ids = backbone.generate(batch, sel, feats, do_sample=True, temperature=temperature, top_p=1.0,
+                            top_k=0, max_new_tokens=max_new_tokens, suppress_tokens=suppress)
         selections.append(sel)
         rows.extend(ids)
     backbone.model.train(was_training)

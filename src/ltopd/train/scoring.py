@@ -43,15 +43,19 @@ def encode_responses(backbone: Backbone, records: Sequence[Mapping[str, Any]],
     return batch, width
 
 
-def score(backbone: Backbone, batch: EncodedBatch, width: int, selection: Selection | None) -> Scored:
+def score(backbone: Backbone, batch: EncodedBatch, width: int, selection: Selection | None,
+          features: Sequence[Tensor] | None = None) -> Scored:
     """Response-token logits of ``backbone`` on ``batch`` with ``selection`` (None: every visual
-    token). Gradients flow when grad is enabled."""
-    out, pruned = backbone.forward(batch, selection, with_labels=True)
+    token). ``features``: the batch's post-merger features per image, already computed (from
+    ltopd.train.features; None: the forward runs the vision tower). Gradients flow when grad is
+    enabled."""
+    out, pruned = backbone.forward(batch, selection, with_labels=True, features=features)
     return response_view(out.logits, pruned.labels, width)
 
 
 @torch.no_grad()
-def score_teacher(teacher: Backbone, batch: EncodedBatch, width: int) -> Scored:
+def score_teacher(teacher: Backbone, batch: EncodedBatch, width: int,
+                  features: Sequence[Tensor] | None = None) -> Scored:
     """The dense teacher's view (eval mode, no gradients)."""
     teacher.model.eval()
-    return score(teacher, batch, width, None)
+    return score(teacher, batch, width, None, features)

@@ -21,9 +21,11 @@ from typing import Any
 import torch
 
 from ltopd.atomic import atomic_dir
+from ltopd.catalog import DEFAULT_FLOOR
 from ltopd.models.backbone import Backbone
 from ltopd.models.prompt import build_target
 from ltopd.train import curriculum
+from ltopd.train.features import ImageFeatures, StudentFeatures, repeated
 from ltopd.train.losses import distill_loss, masked_mean_per_sequence_then_batch
 from ltopd.train.methods import MethodSpec
 from ltopd.train.optim import build_optimizer, set_lr
@@ -36,7 +38,7 @@ class TrainConfig:
     budget: float = 0.05  # the target keep ratio (beta)
     curriculum_alpha: float = 2.0
     selector: str = "cdpruner"
-    floor: int = 32
+    floor: int = DEFAULT_FLOOR
     rollouts: int = 8
     max_new_tokens: int = 1024
     top_k: int = 100
@@ -53,6 +55,9 @@ class TrainConfig:
     decode_batch: int | None = None  # sequences per generate() call (None: the whole batch)
     student_microbatch: int | None = None  # rows per student forward/backward (gradient accumulation)
     teacher_microbatch: int | None = None  # rows per teacher forward
+    # one vision pass per model and update, shared by every pass (ltopd.train.features); False
+    # runs the tower in each pass, the reference the tests and benchmarks/train_step.py compare with
+    share_features: bool = True
     seed: int = 0
     method_params: Mapping[str, Any] = field(default_factory=dict)  # the family's own section (rl, epic)
 
@@ -235,28 +240,40 @@ class DistillTrainer(Trainer):
     def step_loss(self, records, ratio, step):
         cfg = self.cfg
         seed = step_seed(cfg.seed, step) + self.accelerator.process_index  # ranks sample differently
+        records = list(records)
         t0 = time.perf_counter()
+        # One vision pass per model over the update's distinct images (ltopd.train.features).
+        student_feats = StudentFeatures.of(self.student, records) if cfg.share_features else None
+        shared = student_feats.detached if student_feats else None
         if self.method.on_policy:
             ro = rollout(self.student, records, cfg.rollouts, ratio, cfg.selector, cfg.floor, cfg.max_new_tokens,
-                         seed, temperature=cfg.temperature, decode_batch=cfg.decode_batch)
+                         seed, temperature=cfg.temperature, decode_batch=cfg.decode_batch, features=shared)
             recs, responses, selection = ro.records, ro.responses, ro.selection
+            record_of = repeated(len(records), cfg.rollouts)
         else:  # fixed prefix: the dataset's reference answers, the student's selection at this budget
-            recs, responses = list(records), [build_target(r) for r in records]
+            recs, responses, record_of = records, [build_target(r) for r in records], list(range(len(records)))
             with torch.no_grad():
-                selection = self.student.select(self.student.encode(recs), ratio, cfg.selector, cfg.floor, seed)
+                batch = self.student.encode(recs)
+                selection = self.student.select(batch, ratio, cfg.selector, cfg.floor, seed,
+                                                shared.rows(range(len(recs))) if shared else None)
         t1 = time.perf_counter()
+        with torch.no_grad():
+            self.teacher.model.eval()
+            teacher_feats = ImageFeatures.of(self.teacher, records) if cfg.share_features else None
+        teacher_s = time.perf_counter() - t1
         # Every row has >= 1 response token, so the per-sequence mean over the batch is the
         # row-weighted mean of the microbatches' means: backward each with weight rows/total.
         rows, size = len(recs), cfg.student_microbatch or len(recs)
-        total, agg, teacher_s, n_tokens, lengths = 0.0, {}, 0.0, 0, []
+        total, agg, n_tokens, lengths = 0.0, {}, 0, []
         for lo in range(0, rows, size):
             part = slice(lo, min(lo + size, rows))
             sub, resp = recs[part], responses[part]
             ta = time.perf_counter()
             batch, width = encode_responses(self.student, sub, resp)
-            teacher_logits = self._teacher_logits(sub, resp, width)
+            teacher_logits = self._teacher_logits(sub, resp, width, teacher_feats, record_of[part])
             teacher_s += time.perf_counter() - ta
-            student = score(self.student, batch, width, rows_of(selection, recs, part))
+            feats = student_feats.leaves.rows(record_of[part]) if student_feats else None
+            student = score(self.student, batch, width, rows_of(selection, recs, part), feats)
             if self.method.teacher == "trust_region":  # lerp(initial logits, current student logits, mix)
                 teacher_logits = torch.lerp(teacher_logits, student.logits.detach(), cfg.trust_region_mix)
             loss, stats = distill_loss(student.logits, teacher_logits, student.ids, student.mask,
@@ -268,6 +285,8 @@ class DistillTrainer(Trainer):
                 agg[k] = agg.get(k, 0.0) + v * weight
             n_tokens += int(student.mask.sum())
             lengths += student.mask.sum(1).tolist()
+        if student_feats:
+            student_feats.backward()  # the microbatches' feature gradients through the tower, once
         t3 = time.perf_counter()
         agg.update(rollout_s=t1 - t0, teacher_s=teacher_s, student_s=t3 - t1 - teacher_s,
                    mean_response_len=sum(lengths) / len(lengths),
@@ -275,15 +294,18 @@ class DistillTrainer(Trainer):
                    scoring_tokens_per_s=2 * n_tokens / max(t3 - t1, 1e-9))
         return torch.tensor(total), agg  # already backpropagated (student_s: forward + backward)
 
-    def _teacher_logits(self, records, responses, width: int) -> torch.Tensor:
+    def _teacher_logits(self, records, responses, width: int, features: ImageFeatures | None = None,
+                        record_of: Sequence[int] = ()) -> torch.Tensor:
         """The frozen teacher's response logits for these rows, ``teacher_microbatch`` rows per
         forward; each part is left-padded to ``width`` (responses are right-aligned, so the
-        padding lands on masked positions only)."""
+        padding lands on masked positions only). ``features``: the teacher's features of the
+        update's distinct records, row j reading record ``record_of[j]``."""
         size = self.cfg.teacher_microbatch or len(records)
         parts = []
         for lo in range(0, len(records), size):
             batch, w = encode_responses(self.teacher, records[lo:lo + size], responses[lo:lo + size])
-            logits = score_teacher(self.teacher, batch, w).logits
+            feats = None if features is None else features.rows(record_of[lo:lo + size])
+            logits = score_teacher(self.teacher, batch, w, feats).logits
             parts.append(torch.nn.functional.pad(logits, (0, 0, width - w, 0)))
         return torch.cat(parts)
 
@@ -296,9 +318,10 @@ class SFTTrainer(Trainer):
         recs, responses = list(records), [build_target(r) for r in records]
         t0 = time.perf_counter()
         batch, width = encode_responses(self.student, recs, responses)
+        features = self.student.image_features(batch) if cfg.share_features else None  # one pass for both
         with torch.no_grad():
-            selection = self.student.select(batch, ratio, cfg.selector, cfg.floor, seed)
-        scored = score(self.student, batch, width, selection)
+            selection = self.student.select(batch, ratio, cfg.selector, cfg.floor, seed, features)
+        scored = score(self.student, batch, width, selection, features)
         logp = torch.log_softmax(scored.logits.float(), -1).gather(-1, scored.ids.unsqueeze(-1)).squeeze(-1)
         loss = masked_mean_per_sequence_then_batch(-logp, scored.mask)
         lengths = scored.mask.sum(1).float()

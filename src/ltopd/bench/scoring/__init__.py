@@ -10,32 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ltopd.catalog import BENCHMARKS, resolve
+
 from .checks import check_predictions
 from .common import strip_answer_tags
-from .gqa import score_gqa
-from .hrbench import score_hrbench
-from .mmbench import score_mmbench
-from .mme import score_mme
-from .mmmu import score_mmmu
-from .multi_image import score_muirbench, score_mvbench
-from .ocrbench import score_ocrbench
-from .pope import score_pope
-from .textvqa import score_textvqa
-from .vstar import score_vstar
 
-SCORERS: dict[str, Callable[[list[dict]], dict]] = {
-    "vstar": score_vstar,
-    "hrbench4k": score_hrbench,
-    "mmmu": score_mmmu,
-    "mmbench": score_mmbench,
-    "mme": score_mme,
-    "pope": score_pope,
-    "gqa": score_gqa,
-    "textvqa": score_textvqa,
-    "ocrbench": score_ocrbench,
-    "muirbench": score_muirbench,
-    "mvbench": score_mvbench,
-}
+# The catalog names each benchmark's scorer.
+SCORERS: dict[str, Callable[[list[dict]], dict]] = {b.name: resolve(__name__, b.scorer) for b in BENCHMARKS.values()}
 
 
 def score(benchmark: str, records: list[dict]) -> dict:

@@ -8,10 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ltopd.catalog import BENCHMARKS, resolve
 from ltopd.data.world import WorldConfig
 
-from . import gqa, hrbench, mmbench, mme, mmmu, ocrbench, pope, textvqa, vstar
-from .multi_image import muirbench, mvbench
 from .real import RealFormatError, load_real
 from .synthetic import bench_seed
 
@@ -28,24 +27,10 @@ def _real(name: str) -> Callable[[str | Path], list[dict]]:
     return lambda path: load_real(name, path)
 
 
-# Caps: option letters and yes/no fit in a few tokens; open words, numbers and dates in 16-32;
-# OCRBench's formulas and key-value answers get 64.
-_SYNTHETIC_AND_CAP: dict[str, tuple[Callable[[int, int, WorldConfig], list[dict]], int]] = {
-    "vstar": (vstar.synthetic, 16),
-    "hrbench4k": (hrbench.synthetic, 16),
-    "gqa": (gqa.synthetic, 16),
-    "mmmu": (mmmu.synthetic, 32),
-    "mmbench": (mmbench.synthetic, 16),
-    "mme": (mme.synthetic, 16),
-    "pope": (pope.synthetic, 16),
-    "textvqa": (textvqa.synthetic, 32),
-    "ocrbench": (ocrbench.synthetic, 64),
-    "muirbench": (muirbench, 16),
-    "mvbench": (mvbench, 16),
-}
-
+# One suite per benchmark of the catalog (its generator, loader and generation cap are declared there).
 SUITES: dict[str, Suite] = {
-    name: Suite(name, fn, _real(name), cap) for name, (fn, cap) in _SYNTHETIC_AND_CAP.items()
+    b.name: Suite(b.name, resolve(__name__, b.synthetic), _real(b.name), b.generation_cap)
+    for b in BENCHMARKS.values()
 }
 
 

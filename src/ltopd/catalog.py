@@ -1,0 +1,167 @@
+"""Every name the pipeline knows, declared once: methods, benchmarks, tables and figures.
+
+The experiment grid, the registries of suites and scorers, the tables' row order and labels, and
+the profiles' validation all read these declarations; nothing here imports the rest of the
+package, so it sits at the bottom of the import graph. Implementations are named by module path
+("module:function", resolved when first used), so a declaration costs no import.
+
+Adding a selector, a method, a benchmark or a table: docs/design.md lists the files it touches.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+# The paper's token floor: every image keeps at least 32 visual tokens (the reference
+# implementation's min_visual_tokens). A profile sets its own (reduction.floor); this is the default
+# of every function that takes a floor.
+DEFAULT_FLOOR = 32
+
+MethodKind = Literal["reference", "selector", "trained"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """A row of the tables. ``kind``: "reference" keeps every token; "selector" reduces at each
+    budget of the grid by itself (a registered selector of ltopd.selectors); "trained" trains the
+    student at the grid's smallest budget (ltopd.train.methods.TRAINED holds its recipe) and is
+    evaluated there with the profile's ``training.selector``."""
+
+    name: str
+    label: str
+    kind: MethodKind
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """An evaluation benchmark: its twin's generator and real-data loader (ltopd.bench.suites),
+    its official scorer (ltopd.bench.scoring), its label in the tables and its generation cap
+    (max new tokens, the closing answer tag included)."""
+
+    name: str
+    label: str
+    generation_cap: int
+    synthetic: str  # "module:function" under ltopd.bench.suites: (n, seed, WorldConfig) -> records
+    scorer: str  # "module:function" under ltopd.bench.scoring: records -> metrics
+
+
+TableKind = Literal["grid", "ablation", "study", "efficiency"]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table or figure of the paper. ``grid``: Table 2 (every method and budget of the grid);
+    ``ablation``: trained variants at the target budget beside full tokens, built when the grid
+    has every one of ``methods``; ``study``: fixed ``methods`` at the target budget on the
+    backbones and benchmarks of the profile's ``studies.<name>``; ``efficiency``: measured and
+    analytic cost (Table 5, Figure 1 right)."""
+
+    name: str
+    title: str
+    kind: TableKind
+    methods: tuple[str, ...] = ()
+
+    @property
+    def is_figure(self) -> bool:
+        return self.name.startswith("figure")
+
+
+def _index(*items: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        if item.name in out:
+            raise ValueError(f"{item.name!r} is declared twice")
+        out[item.name] = item
+    return out
+
+
+# The paper's row order: full tokens, the training-free selectors, then the trained methods with
+# LT-OPD after its ablations' baselines (Table 2), then Table 6's RL algorithms.
+METHODS: dict[str, Method] = _index(
+    Method("full", "Full tokens", "reference"),
+    Method("fastv", "FastV", "selector"),
+    Method("divprune", "DivPrune", "selector"),
+    Method("dart", "DART", "selector"),
+    Method("cdpruner", "CDPruner", "selector"),
+    Method("hiprune", "HiPrune", "selector"),
+    Method("random", "Random", "selector"),
+    Method("uniform", "Uniform", "selector"),
+    Method("sft", "SFT", "trained"),
+    Method("sft_curriculum", "SFT + curriculum", "trained"),
+    Method("llava_mini", "LLaVA-Mini", "trained"),
+    Method("epic", "EPIC", "trained"),
+    Method("kd_fixed_prefix", "Curriculum + fixed-prefix JSD (KD)", "trained"),
+    Method("opd_no_curriculum", "On-policy JSD, no curriculum", "trained"),
+    Method("ltopd", "LT-OPD", "trained"),
+    Method("ltopd_no_plateau", "LT-OPD, no final plateau", "trained"),
+    Method("ltopd_forward_kl", "LT-OPD, forward KL", "trained"),
+    Method("ltopd_reverse_kl", "LT-OPD, reverse KL", "trained"),
+    Method("ltopd_teacher_ema", "LT-OPD, EMA teacher", "trained"),
+    Method("ltopd_trust_region", "LT-OPD, trust-region teacher", "trained"),
+    Method("grpo", "GRPO", "trained"),
+    Method("gspo", "GSPO", "trained"),
+    Method("dapo", "DAPO", "trained"),
+)
+
+# Table 2's nine benchmarks, then the multi-image pair of Table 14. Caps: option letters and
+# yes/no fit in a few tokens; open words, numbers and dates in 16-32; OCRBench's formulas and
+# key-value answers get 64.
+BENCHMARKS: dict[str, Benchmark] = _index(
+    Benchmark("vstar", "V*Bench", 16, "vstar:synthetic", "vstar:score_vstar"),
+    Benchmark("hrbench4k", "HR-4K", 16, "hrbench:synthetic", "hrbench:score_hrbench"),
+    Benchmark("gqa", "GQA", 16, "gqa:synthetic", "gqa:score_gqa"),
+    Benchmark("mmmu", "MMMU", 32, "mmmu:synthetic", "mmmu:score_mmmu"),
+    Benchmark("mmbench", "MMB", 16, "mmbench:synthetic", "mmbench:score_mmbench"),
+    Benchmark("mme", "MME", 16, "mme:synthetic", "mme:score_mme"),
+    Benchmark("pope", "POPE", 16, "pope:synthetic", "pope:score_pope"),
+    Benchmark("textvqa", "TVQA", 32, "textvqa:synthetic", "textvqa:score_textvqa"),
+    Benchmark("ocrbench", "OCRB", 64, "ocrbench:synthetic", "ocrbench:score_ocrbench"),
+    Benchmark("muirbench", "MuirBench", 16, "multi_image:muirbench", "multi_image:score_muirbench"),
+    Benchmark("mvbench", "MVBench", 16, "multi_image:mvbench", "multi_image:score_mvbench"),
+)
+
+_RL_STUDY = ("full", "cdpruner", "grpo", "gspo", "dapo", "ltopd")
+
+# "cdpruner" in a study is the untrained student's row (the selector LT-OPD trains with), the
+# S_pruned of Figure 4's recovery.
+TABLES: dict[str, Table] = _index(
+    Table("table2", "Table 2", "grid"),
+    Table("table7", "Table 7: the teacher", "ablation", ("ltopd", "ltopd_trust_region", "ltopd_teacher_ema")),
+    Table("table12", "Table 12: the divergence", "ablation", ("ltopd_forward_kl", "ltopd_reverse_kl", "ltopd")),
+    Table("table3", "Table 3: model scales", "study", ("full", "cdpruner", "ltopd")),
+    Table("table4", "Table 4: model families", "study", ("full", "cdpruner", "ltopd")),
+    Table("table6", "Table 6: RL algorithms vs LT-OPD", "study", _RL_STUDY),
+    Table("table14", "Table 14: multi-image benchmarks", "study", ("full", "cdpruner", "epic", "ltopd")),
+    Table("figure4", "Figure 4: compression-gap recovery", "study", _RL_STUDY),
+    Table("table5", "Table 5: efficiency", "efficiency"),
+    Table("figure1_right", "Figure 1 (right): FLOPs ratio vs average retain ratio", "efficiency"),
+)
+
+
+def methods_of_kind(kind: MethodKind) -> list[str]:
+    return [m.name for m in METHODS.values() if m.kind == kind]
+
+
+def tables_of_kind(kind: TableKind) -> list[str]:
+    return [t.name for t in TABLES.values() if t.kind == kind]
+
+
+def method(name: str) -> Method:
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; allowed values: {list(METHODS)}")
+    return METHODS[name]
+
+
+def benchmark(name: str) -> Benchmark:
+    if name not in BENCHMARKS:
+        raise ValueError(f"unknown benchmark {name!r}; allowed values: {list(BENCHMARKS)}")
+    return BENCHMARKS[name]
+
+
+def resolve(package: str, ref: str) -> Callable[..., Any]:
+    """The function a "module:function" reference names under ``package``."""
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(f"{package}.{module}"), name)
