@@ -22,9 +22,8 @@ from transformers import AutoTokenizer
 
 from ltopd.models import release_job
 from ltopd.models.loading import load_backbone
-from ltopd.models.release import read_manifest
+from ltopd.models.release import read_manifest, reduced_key
 from ltopd.models.twins import twin_backbone
-from ltopd.report.releases import reduced_key
 
 
 def main() -> None:

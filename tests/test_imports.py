@@ -1,5 +1,6 @@
-"""The package's import graph has no cycles (every import counted, lazy ones too), and library
-packages never import the orchestration layer (ltopd.pipeline, ltopd.cli).
+"""The package's import graph has no cycles (every import counted, lazy ones too), the catalog sits
+at the bottom, and library packages never import the orchestration layer (profiles, grid, MLflow,
+DVC, the jobs and the CLI).
 
     python -m pytest tests/test_imports.py   # prints the cycle if one appears
 """
@@ -9,7 +10,9 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-ORCHESTRATION = ("ltopd.pipeline", "ltopd.cli")
+ORCHESTRATION = ("ltopd.pipeline", "ltopd.cli", "ltopd.config", "ltopd.grid", "ltopd.tracking", "ltopd.dvcgen")
+LIBRARY = ("ltopd.data", "ltopd.selectors", "ltopd.models", "ltopd.bench", "ltopd.train", "ltopd.report",
+           "ltopd.efficiency")
 
 
 def modules() -> dict[str, Path]:
@@ -105,5 +108,21 @@ def test_no_import_cycles():
 def test_library_never_imports_the_orchestration_layer():
     graph = import_graph()
     offenders = {m: sorted(d for d in deps if d.startswith(ORCHESTRATION))
-                 for m, deps in graph.items() if not m.startswith(ORCHESTRATION) and m != "ltopd"}
+                 for m, deps in graph.items() if m.startswith(LIBRARY)}
     assert {m: d for m, d in offenders.items() if d} == {}
+
+
+def test_the_catalog_imports_nothing_of_the_package():
+    assert import_graph()["ltopd.catalog"] == set()
+
+
+def test_tests_mirror_the_package_layout():
+    """tests/<package>/ holds the tests of src/ltopd/<package>/; the top level those of top-level
+    modules (test_<module>.py) and the package-wide checks (imports, lint)."""
+    tests = SRC.parent / "tests"
+    packages = {p.name for p in (SRC / "ltopd").iterdir() if (p / "__init__.py").is_file()}
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    assert folders <= packages, folders - packages
+    modules = {p.stem for p in (SRC / "ltopd").glob("*.py")}
+    top = {p.stem.removeprefix("test_") for p in tests.glob("test_*.py")}
+    assert top - {"imports", "lint"} <= modules, top - modules

@@ -125,7 +125,9 @@ def test_moved_project_keeps_its_artifacts_and_description(tmp_path):
     s = settings(old)
     exp_id = ensure_experiment(s)
     client = MlflowClient(s.tracking_uri)
-    assert client.get_experiment(exp_id).tags["mlflow.note.content"] == describe(s)
+    tags = client.get_experiment(exp_id).tags
+    assert tags["mlflow.note.content"] == describe(s)
+    assert tags["mlflow.experimentKind"] == "custom_model_development"  # the UI opens on the runs table
     run = client.create_run(exp_id)
     (old / "table.csv").write_text("a,b\n1,2\n")
     client.log_artifact(run.info.run_id, str(old / "table.csv"))

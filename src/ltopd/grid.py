@@ -1,7 +1,7 @@
 """The experiment grid, declared once in the profile and expanded here.
 
 Snakemake's targets (workflow/rules/common.smk) and dvc.yaml (`ltopd dvc-yaml`) both come from
-this module, so the two cannot drift apart; tests/test_dvc_sync.py fails if dvc.yaml is stale.
+this module, so the two cannot drift apart; tests/pipeline/test_dvc_sync.py fails if dvc.yaml is stale.
 """
 from __future__ import annotations
 
@@ -213,6 +213,11 @@ def study_jobs(cfg: dict[str, Any], study: str) -> Iterator[EvalJob]:
                                           study_benchmarks(cfg, study)):
         for seed in method_seeds(cfg, m):
             yield EvalJob(bb, m, 1.0 if METHODS[m].kind == "reference" else lowest, bench, seed)
+
+
+def study_scope(cfg: dict[str, Any], study: str) -> tuple[list[str], list[str], float]:
+    """(backbones, benchmarks, budget) a study compares on: the report builders' arguments."""
+    return study_backbones(cfg, study), study_benchmarks(cfg, study), target_budget(cfg)
 
 
 def study_inputs(cfg: dict[str, Any], study: str) -> list[str]:

@@ -88,8 +88,10 @@ def ensure_experiment(s: Settings) -> str:
         if exp is not None:
             return exp.experiment_id
         root = Path(s.artifact_root).resolve()
+        # experimentKind: MLflow's own label for a model-development (not GenAI) experiment
         return client.create_experiment(name, artifact_location=root.as_uri(),
-                                        tags={"mlflow.note.content": describe(s), "profile": s.profile})
+                                        tags={"mlflow.note.content": describe(s), "profile": s.profile,
+                                              "mlflow.experimentKind": "custom_model_development"})
 
     return _retry(get_or_create)
 
@@ -98,9 +100,11 @@ def describe(s: Settings) -> str:
     """The experiment's description (the UI shows it above the runs)."""
     return (f"LT-OPD pipeline, `{s.profile}` profile. One run per job: run names read "
             "`method@budget benchmark seed backbone (rule)`; method, budget, benchmark, seed and backbone are "
-            "params too (filter with e.g. `params.benchmark = 'gqa'`), the official score is the metric "
+            "params too (filter with e.g. `tags.rule = \"evaluate\" and params.benchmark = \"gqa\"`), the "
+            "official score is the metric "
             "`score`, and each table's CSV and markdown are artifacts of its `table2`/`study_table` run. "
-            "Every invocation of the pipeline is a parent run (`pipeline-<time>`).")
+            "Every invocation of the pipeline is a parent run (`pipeline-<time>`): expand it (+) to see its jobs, "
+            "then the chart view compares them.")
 
 
 def relocate(s: Settings) -> int:

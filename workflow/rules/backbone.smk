@@ -7,7 +7,7 @@ if grid.twins(config):
 
     rule tokenizer:
         input:
-            code=code("models", "data/world") + ["src/ltopd/cli.py"],
+            code=job_code("data_jobs", "models", "data/world"),
         output:
             directory(PATHS["tokenizer"]),
         params:
@@ -25,7 +25,7 @@ if grid.twins(config):
     rule pretrain_twin:
         input:
             tokenizer=PATHS["tokenizer"],
-            code=code("models", "data/world", "selectors") + ["src/ltopd/cli.py"],
+            code=job_code("twin_jobs", "models", "data/world", "selectors"),
         output:
             model=directory(PATHS["twin"]),
             metrics=PATHS["twin_metrics"],

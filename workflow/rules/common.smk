@@ -99,6 +99,14 @@ def code(*packages):
     return sorted(str(p) for pkg in packages for p in Path("src/ltopd", pkg).rglob("*.py"))
 
 
+def job_code(job, *packages):
+    """A rule's code inputs: the job module it runs (ltopd.pipeline.<job>), the helpers every job
+    shares, and the library packages the job uses; not the CLI's dispatch, so editing one job
+    reruns only its own rule's jobs."""
+    shared = ["src/ltopd/pipeline/spec.py", "src/ltopd/catalog.py"]
+    return code(*packages) + [f"src/ltopd/pipeline/{job}.py"] + shared
+
+
 def bench_spec(wildcards):
     """A benchmark's build depends on its own entry only (changing POPE's n rebuilds POPE)."""
     ev = config["evaluation"]

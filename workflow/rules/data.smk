@@ -3,7 +3,7 @@
 
 rule lt14k:
     input:
-        code=code("data") + ["src/ltopd/cli.py"],
+        code=job_code("data_jobs", "data"),
     output:
         dataset=directory(PATHS["lt14k"]),
         metrics=PATHS["lt14k_metrics"],

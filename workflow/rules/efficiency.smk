@@ -11,7 +11,7 @@ rule efficiency:
     input:
         model=base_model,
         records=PATHS["bench"].format(benchmark=EFFICIENCY["benchmark"], seed=config["seeds"][0]),
-        code=code("efficiency", "models", "selectors") + ["src/ltopd/cli.py", "src/ltopd/pipeline/efficiency_jobs.py"],
+        code=job_code("efficiency_jobs", "efficiency", "models", "selectors"),
     output:
         PATHS["efficiency"],
     params:
@@ -41,7 +41,7 @@ rule table5:
     input:
         measurements=expand(PATHS["efficiency"], backbone=EFFICIENCY_BACKBONES),
         analytic=EFFICIENCY["analytic_config"],
-        code=code("efficiency", "report") + ["src/ltopd/cli.py", "src/ltopd/pipeline/efficiency_jobs.py"],
+        code=job_code("efficiency_jobs", "efficiency", "report"),
     output:
         csv=PATHS["table5"],
         md=PATHS["table5_md"],

@@ -10,7 +10,7 @@ rule table2:
         results=grid.table2_inputs(config),
         predictions=grid.table2_inputs(config, key="eval_predictions"),
         fit=list(grid.table2_fit_records(config).values()),
-        code=code("report", "bench") + ["src/ltopd/cli.py"],
+        code=job_code("table_jobs", "report", "bench"),
     output:
         csv=PATHS["table2"],
         md=PATHS["table2_md"],
@@ -34,7 +34,7 @@ rule table2:
 rule ablation_table:
     input:
         results=ablation_inputs,
-        code=code("report") + ["src/ltopd/cli.py"],
+        code=job_code("table_jobs", "report"),
     output:
         csv=PATHS["table"],
         md=PATHS["table_md"],
@@ -56,7 +56,7 @@ rule ablation_table:
 rule study_table:
     input:
         results=study_inputs,
-        code=code("report") + ["src/ltopd/cli.py", "src/ltopd/pipeline/study_jobs.py"],
+        code=job_code("study_jobs", "report"),
     output:
         csv=PATHS["table"],
         md=PATHS["table_md"],
@@ -76,7 +76,7 @@ rule study_table:
 rule figure4:
     input:
         results=grid.study_inputs(config, "figure4") if "figure4" in grid.studies(config) else [],
-        code=code("report") + ["src/ltopd/cli.py", "src/ltopd/pipeline/study_jobs.py"],
+        code=job_code("study_jobs", "report"),
     output:
         csv=PATHS["table"].format(table="figure4"),
         figure=PATHS["figure"].format(figure="figure4"),
@@ -102,7 +102,7 @@ if config.get("efficiency"):
         input:
             results=grid.table2_inputs(config),
             arch=config["efficiency"]["analytic_config"],
-            code=code("report", "efficiency") + ["src/ltopd/cli.py", "src/ltopd/pipeline/study_jobs.py"],
+            code=job_code("study_jobs", "report", "efficiency"),
         output:
             csv=PATHS["table"].format(table="figure1_right"),
             figure=PATHS["figure"].format(figure="figure1_right"),

@@ -7,7 +7,7 @@ rule train:
     input:
         model=base_model,
         data=PATHS["lt14k"],
-        code=code("train", "models", "selectors") + ["src/ltopd/cli.py"],
+        code=job_code("train_job", "train", "models", "selectors"),
     output:
         model=directory(PATHS["student"]),
         metrics=PATHS["train_metrics"],

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from PIL import Image
+
+from ltopd.jsonl import JsonlError, read_jsonl
 
 # record field -> default column name in a real source
 DEFAULT_FIELDS = {
@@ -83,13 +86,10 @@ def _hf_pool(name: str, path: Path, fields: dict[str, str]) -> Pool:
 
 
 def _jsonl_pool(name: str, path: Path, fields: dict[str, str]) -> Pool:
-    rows = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise SourceError(f"{path}:{n}: not valid JSON ({e})") from e
+    try:
+        rows = read_jsonl(path)
+    except JsonlError as e:
+        raise SourceError(str(e)) from e
     if rows:
         _check_fields(str(path), rows[0].keys(), fields)
     base = path.parent

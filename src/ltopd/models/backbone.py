@@ -13,6 +13,8 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
+from ltopd.catalog import DEFAULT_FLOOR
+from ltopd.models.glm46v import Glm46VOps
 from ltopd.models.hook import (
     IGNORE_INDEX,
     FamilyOps,
@@ -24,14 +26,13 @@ from ltopd.models.hook import (
     reduced_generate,
     trailing_placeholders,
 )
-from ltopd.models.glm46v import Glm46VOps
 from ltopd.models.llava_ov import LlavaOVOps
 from ltopd.models.processor import ImageTextProcessor
 from ltopd.models.prompt import render_prompt, user_text
 from ltopd.models.qwen35 import Qwen35Ops
 from ltopd.models.tokenizer import ANSWER_CLOSE, IM_END
-from ltopd.catalog import DEFAULT_FLOOR
 from ltopd.selectors import SelectionInputs, requirements
+
 
 class BackboneFamily(FamilyOps, Protocol):
     """FamilyOps plus what loading and selector inputs need."""

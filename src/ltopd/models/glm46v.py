@@ -36,7 +36,9 @@ class Glm46VOps(Qwen35Ops):
         """Every GLM layer is full attention: read layer SIGNAL_LAYER (the last one in shallower LMs)."""
         return min(SIGNAL_LAYER, model.config.text_config.num_hidden_layers - 1)
 
-    def attention_signals(self, model: Glm46VForConditionalGeneration, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    def attention_signals(
+        self, model: Glm46VForConditionalGeneration, batch: Mapping[str, Tensor]
+    ) -> dict[str, Tensor]:
         """See hook.dense_attention_signals; the dense context is the model's own unpruned forward."""
 
         def run() -> Any:

@@ -73,7 +73,9 @@ class LlavaOVOps(ConfigTokenIds):
             hidden = torch.cat([out.hidden_states[i] for i in layer], dim=-1)
         return tuple(model.model.multi_modal_projector(hidden))
 
-    def grid_hw(self, model: LlavaOnevisionForConditionalGeneration, batch: Mapping[str, Tensor]) -> list[tuple[int, int]]:
+    def grid_hw(
+        self, model: LlavaOnevisionForConditionalGeneration, batch: Mapping[str, Tensor]
+    ) -> list[tuple[int, int]]:
         if batch.get("pixel_values") is None:
             return []
         side = self.grid_side(model)
@@ -93,7 +95,8 @@ class LlavaOVOps(ConfigTokenIds):
         return {"image": BaseModelOutputWithPooling(pooler_output=self.with_newline(model, kept))} if kept else None
 
     def forward(
-        self, model: LlavaOnevisionForConditionalGeneration, pruned: PrunedSequence, kept: Sequence[Tensor], **kwargs: Any
+        self, model: LlavaOnevisionForConditionalGeneration, pruned: PrunedSequence, kept: Sequence[Tensor],
+        **kwargs: Any,
     ) -> Any:
         # Row 1 of the hook's positions holds each kept token's full-sequence 1-D position.
         return model(
@@ -106,7 +109,8 @@ class LlavaOVOps(ConfigTokenIds):
         )
 
     def generate(
-        self, model: LlavaOnevisionForConditionalGeneration, pruned: PrunedSequence, kept: Sequence[Tensor], **kwargs: Any
+        self, model: LlavaOnevisionForConditionalGeneration, pruned: PrunedSequence, kept: Sequence[Tensor],
+        **kwargs: Any,
     ) -> Any:
         """New token ids only (in `.sequences` with return_dict_in_generate).
 
@@ -166,7 +170,9 @@ class LlavaOVOps(ConfigTokenIds):
         captured: dict[str, Tensor] = {}
         handles = [
             encoder_layers[idx].self_attn.register_forward_pre_hook(
-                lambda _m, args, kwargs, name=name: captured.__setitem__(name, args[0] if args else kwargs["hidden_states"]),
+                lambda _m, args, kwargs, name=name: captured.__setitem__(
+                    name, args[0] if args else kwargs["hidden_states"]
+                ),
                 with_kwargs=True,
             )
             for name, idx in picks.items()

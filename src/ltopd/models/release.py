@@ -90,6 +90,11 @@ def build_manifest(folder: Path, spec: Mapping[str, Any], backbone: str, cost: M
             "rebuild": f"{REBUILD}  (profile {spec.get('profile', '?')})"}
 
 
+def reduced_key(settings: Mapping[str, Any]) -> str:
+    """The key a manifest's gates record the reduced score under, e.g. "cdpruner_0.05"."""
+    return f"{settings['selector']}_{settings['ratio']:g}"
+
+
 def read_manifest(folder: str | Path) -> dict[str, Any]:
     folder = Path(folder)
     path = folder / MANIFEST

@@ -17,6 +17,7 @@ from typing import Any
 
 from ltopd.bench.suites.instruct import GATE_SEED
 
+CHECKPOINT_EVERY = 50  # updates between saved pretraining states (pretrain.checkpoint_every)
 DEFAULT_GATES = {"n": 200, "fit_n": 400, "ratio": 0.05, "selector": "cdpruner", "batch_size": 40}
 
 
@@ -32,8 +33,9 @@ def gate_benchmarks(spec: Mapping[str, Any]) -> list[str]:
 def twin_gates(backbone: Any, spec: Mapping[str, Any], progress: bool = False) -> dict[str, Any]:
     """Per benchmark: question-only (out of sample), full tokens, the selector at the gate ratio,
     full - QO with its bootstrap SE, and whether it passes (>= GATE_SE standard errors)."""
-    from ltopd.bench.evaluate import evaluate
+    from ltopd.bench.evaluate import evaluate_settings
     from ltopd.bench.suites import synthetic_records
+    from ltopd.models.release import reduced_key
     from ltopd.report.gates import gate, question_only
 
     g = gate_settings(spec["pretrain"])
@@ -42,13 +44,14 @@ def twin_gates(backbone: Any, spec: Mapping[str, Any], progress: bool = False) -
     for bench in gate_benchmarks(spec):
         records = synthetic_records(bench, g["n"], GATE_SEED, spec["world"])
         fit = synthetic_records(bench, g["fit_n"], GATE_SEED + 1, spec["world"])
-        full_rows, full = evaluate(backbone, records, bench, 1.0, g["selector"], floor, g["batch_size"], progress=progress)
-        _, reduced = evaluate(backbone, records, bench, g["ratio"], g["selector"], floor, g["batch_size"], progress=progress)
+        (full_rows, full), (_, reduced) = evaluate_settings(  # one vision pass for both settings
+            backbone, records, bench, [(1.0, g["selector"]), (g["ratio"], g["selector"])], floor, g["batch_size"],
+            progress=progress)
         qo_rows, _ = question_only([dict(r) for r in full_rows], bench, fit)
         verdict = gate(full_rows, qo_rows, bench)
         out["benchmarks"][bench] = {
             "n": len(records), "question_only": round(verdict.qo, 2), "full": round(full["score"], 2),
-            f"{g['selector']}_{g['ratio']:g}": round(reduced["score"], 2),
+            reduced_key(g): round(reduced["score"], 2),
             "retain": round(100 * reduced["score"] / full["score"], 1) if full["score"] else None,
             "diff": round(verdict.diff.estimate, 2), "se": round(verdict.diff.se, 2),
             "margin_se": round(verdict.margin, 2), "passed": verdict.passed,
@@ -58,7 +61,8 @@ def twin_gates(backbone: Any, spec: Mapping[str, Any], progress: bool = False) -
 
 
 def build(spec: Mapping[str, Any], backbone_name: str, tokenizer: Any, state_dir: str | Path, out: str | Path,
-          on_step: Callable | None = None, checkpoint_every: int = 50, progress: bool = True) -> dict[str, Any]:
+          on_step: Callable | None = None, checkpoint_every: int = CHECKPOINT_EVERY,
+          progress: bool = True) -> dict[str, Any]:
     """Pretrain `backbone_name`'s twin as `spec` says (resuming from `state_dir`), gate it and
     write the release folder `out` (staged beside it, then renamed). Returns the manifest."""
     from ltopd.atomic import write_json

@@ -43,7 +43,9 @@ def interleave(sources: list[Callable[[int], Iterator[dict]]], start: int = 0) -
         yield next(streams[i % k])
 
 
-def stage_source(stage: dict[str, Any], index: int, pt: dict[str, Any], world: dict[str, Any]) -> Callable[[int], Iterator[dict]]:
+def stage_source(
+    stage: dict[str, Any], index: int, pt: dict[str, Any], world: dict[str, Any]
+) -> Callable[[int], Iterator[dict]]:
     """The deterministic item stream of stage `index` as a function of its first item's index:
     procedural-world tasks (`tasks`, with the stage's world overrides and wordings), the
     benchmark twins' instruction items (`bench`, ltopd.bench.suites.instruct), or both
@@ -59,11 +61,6 @@ def stage_source(stage: dict[str, Any], index: int, pt: dict[str, Any], world: d
     if not sources:
         raise ValueError(f"pretrain stage {stage['name']!r} needs `tasks` or `bench`")
     return sources[0] if len(sources) == 1 else (lambda start: interleave(sources, start))
-
-
-def stage_streams(pt: dict[str, Any], world: dict[str, Any]) -> dict[str, Any]:
-    """One deterministic item stream per stage (iterators from the first item)."""
-    return {s["name"]: stage_source(s, i, pt, world)(0) for i, s in enumerate(pt["stages"])}
 
 
 def stage_sources(pt: dict[str, Any], world: dict[str, Any]) -> dict[str, Callable[[int], Iterator[dict]]]:

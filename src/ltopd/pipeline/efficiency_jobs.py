@@ -44,15 +44,14 @@ def methods(names: list[str], budget: float, train_selector: str = "cdpruner") -
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    from ltopd.pipeline.spec import add_source
+
     p = subparsers.add_parser("table5", help="efficiency (Table 5): measure one backbone, or build the table")
     actions = p.add_subparsers(dest="table5_action", required=True)
     for name, help in (("measure", "run the Appendix E protocol on one backbone -> JSON"),
                        ("build", "results/table5.csv/.md from measurements + the analytic Qwen3.5-4B rows")):
         s = actions.add_parser(name, help=help)
-        g = s.add_mutually_exclusive_group(required=True)
-        g.add_argument("--config", help="profile YAML (run by hand)")
-        g.add_argument("--spec", help="JSON of the config sections the job depends on (from Snakemake)")
-        s.add_argument("--rule", default=f"table5_{name}")
+        add_source(s, f"table5_{name}")
         if name == "measure":
             s.add_argument("--backbone", required=True)
             s.add_argument("--model", required=True, help="model folder (twin or checkpoint)")

@@ -7,6 +7,7 @@ setting's folder and one MLflow run named after it, so tables and `ltopd score` 
 """
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from collections.abc import Sequence
@@ -82,6 +83,30 @@ def write_setting(out: Path, rows: list[dict[str, Any]], metrics: dict[str, Any]
         run.log_artifact(out / "predictions.jsonl")
     write_json(out / "metrics.json", metrics)
     return metrics
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from ltopd.pipeline.spec import add_source
+
+    for name, help in (("evaluate", "predict and score one (backbone, method, budget, benchmark, seed)"),
+                       ("evaluate-group", "predict and score every (budget, benchmark) setting of one model "
+                                          "(backbone, method, seed)")):
+        s = sub.add_parser(name, help=help)
+        add_source(s, "evaluate")
+        s.add_argument("--backbone", required=True, help="backbone name (recorded with the results)")
+        s.add_argument("--model", required=True, help="model folder (twin, checkpoint or trained student)")
+        s.add_argument("--method", required=True, help="grid method: full, a selector, or a trained method")
+        s.add_argument("--seed", type=int, required=True, help="evaluation seed")
+        s.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+        if name == "evaluate":
+            s.add_argument("--benchmark", required=True)
+            s.add_argument("--records", required=True, help="folder written by build-bench")
+            s.add_argument("--budget", type=float, required=True, help="visual-token budget (1 for full)")
+            s.add_argument("--out-dir", required=True, help="gets predictions.jsonl and metrics.json")
+        else:
+            s.add_argument("--settings", required=True, help='JSON list of {"budget", "benchmark", "records", '
+                           '"out_dir"}: the group\'s settings (rule evaluate_*)')
+        s.set_defaults(func=main)
 
 
 def main(args: Any) -> int:

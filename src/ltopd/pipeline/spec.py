@@ -37,3 +37,12 @@ def numbers(d: dict[str, Any], prefix: str = "") -> dict[str, float]:
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             out[name] = float(v)
     return out
+
+
+def add_source(s: argparse.ArgumentParser, rule: str) -> None:
+    """The arguments every pipeline job takes: its settings from a profile (`--config`, by hand) or
+    from Snakemake (`--spec`: the config sections the job depends on), and its MLflow rule name."""
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("--config", help="profile YAML (run by hand)")
+    g.add_argument("--spec", help="JSON of the config sections the job depends on (from Snakemake)")
+    s.add_argument("--rule", default=rule)

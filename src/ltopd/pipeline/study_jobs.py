@@ -17,16 +17,14 @@ COMMANDS = ("study", "figure4", "figure1")
 
 def add_parser(subparsers: Any) -> None:
     from ltopd.catalog import TABLES, tables_of_kind
+    from ltopd.pipeline.spec import add_source
 
     helps = {"study": "a study table (Tables 3, 4, 6, 14) -> results/<table>.csv/.md",
              "figure4": "Figure 4: compression-gap recovery -> CSV + bar plot",
              "figure1": "Figure 1 right: prefill FLOPs ratio vs average retain ratio -> CSV + scatter plot"}
     for name in COMMANDS:
         s = subparsers.add_parser(name, help=helps[name])
-        g = s.add_mutually_exclusive_group(required=True)
-        g.add_argument("--config", help="profile YAML (run by hand)")
-        g.add_argument("--spec", help="JSON of the config sections the job depends on (from Snakemake)")
-        s.add_argument("--rule", default=name)
+        add_source(s, name)
         s.add_argument("--results", nargs="+", required=True, help="metrics.json files of `ltopd evaluate`")
         s.add_argument("--out", required=True, help="CSV")
         if name == "study":
@@ -50,14 +48,15 @@ def _inputs(args: argparse.Namespace):
 def study(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_file
     from ltopd.catalog import TABLES
-    from ltopd.grid import study_benchmarks
+    from ltopd.grid import study_benchmarks, study_scope
     from ltopd.report import studies, table2
     from ltopd.tracking import job_run
 
     spec, settings = _inputs(args)
     benchmarks = study_benchmarks(spec, args.study)
     with job_run(settings, args.rule, {"table": args.study}, spec) as run:
-        rows, notes = studies.build_study(table2.load_results(args.results), spec, args.study)
+        results = table2.load_results(args.results)
+        rows, notes = studies.build_study(results, args.study, *study_scope(spec, args.study))
         with atomic_file(args.out) as fh:
             fh.write(table2.to_csv(rows, benchmarks))
         md = studies.study_markdown(rows, benchmarks, notes)
@@ -76,12 +75,13 @@ def figure4(args: argparse.Namespace) -> int:
 
     from ltopd.atomic import atomic_file
     from ltopd.catalog import TABLES
+    from ltopd.grid import study_scope
     from ltopd.report import figures, studies, table2
     from ltopd.tracking import job_run
 
     spec, settings = _inputs(args)
     with job_run(settings, args.rule, {"figure": "figure4"}, spec) as run:
-        rows, notes = studies.recovery(table2.load_results(args.results), spec)
+        rows, notes = studies.recovery(table2.load_results(args.results), *study_scope(spec, "figure4"))
         with atomic_file(args.out) as fh:
             fh.write(studies.recovery_csv(rows))
         figures.recovery_bars(rows, args.figure, f"{TABLES['figure4'].title} ({spec['profile']} profile)\n"

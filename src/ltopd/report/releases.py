@@ -8,14 +8,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ltopd.models.release import MANIFEST, read_manifest
+from ltopd.models.release import MANIFEST, read_manifest, reduced_key
 
 BEGIN, END = "<!-- releases:begin (ltopd release-report) -->", "<!-- releases:end -->"
-
-
-def reduced_key(settings: Mapping[str, Any]) -> str:
-    """The key under which ltopd.models.release_job records the reduced score, e.g. "cdpruner_0.05"."""
-    return f"{settings['selector']}_{settings['ratio']:g}"
 
 
 def manifests(release_dir: str | Path) -> dict[str, dict[str, Any]]:

@@ -11,7 +11,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ltopd import grid
 from ltopd.catalog import TABLES
 from ltopd.efficiency.analytic import TextArch, keep_count, prefill_flops
 from ltopd.report import table2
@@ -23,14 +22,13 @@ NO_GAP = "no gap to recover: pruning did not lower the score"
 
 # -- Tables 3, 4, 6, 14 -------------------------------------------------------------------------
 
-def build_study(results: list[dict[str, Any]], cfg: dict[str, Any], study: str) -> tuple[list[dict], list[str]]:
+def build_study(results: list[dict[str, Any]], study: str, backbones: Sequence[str], benchmarks: Sequence[str],
+                lowest: float) -> tuple[list[dict], list[str]]:
     """(rows, notes) of a study table: per backbone of the study, its full-token row and the
     study's methods at the grid's smallest budget, each retain ratio against THAT backbone's full
-    tokens (Table 2's arithmetic); then the paper's rows of the study."""
+    tokens (Table 2's arithmetic); then the paper's rows of the study. ``lowest``: the grid's
+    smallest budget (ltopd.grid.study_scope gives a profile's backbones, benchmarks and budget)."""
     methods = TABLES[study].methods
-    backbones = grid.study_backbones(cfg, study)
-    benchmarks = grid.study_benchmarks(cfg, study)
-    lowest = grid.target_budget(cfg)
     ours, notes = [], []
     for bb in backbones:
         rows, bb_notes = table2.build(results, bb, benchmarks, study, methods)
@@ -62,15 +60,14 @@ RECOVERY_COLUMNS = ("backbone", "method", "benchmark", "s_full", "s_pruned", "s_
                     "recovery_sd", "seeds", "note")
 
 
-def recovery(results: list[dict[str, Any]], cfg: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+def recovery(results: list[dict[str, Any]], backbones: Sequence[str], benchmarks: Sequence[str],
+             lowest: float) -> tuple[list[dict[str, Any]], list[str]]:
     """(rows, notes): per backbone, trained method and benchmark of Figure 4, the recovery
     100 (S_method - S_pruned) / (S_full - S_pruned) computed per seed (S_pruned = CDPruner, the
     untrained student, at the grid's smallest budget; S_full = full tokens of the same seed),
     then mean and sample sd over seeds. A seed whose S_full <= S_pruned has no recovery (nothing
     was lost to pruning); a cell without any defined seed stays empty (NaN)."""
     study = TABLES["figure4"]
-    lowest = grid.target_budget(cfg)
-    benchmarks = grid.study_benchmarks(cfg, "figure4")
     # score[(backbone, method, benchmark)][seed]; full at budget 1, the others at the smallest budget
     score: dict[tuple[str, str, str], dict[int, float]] = defaultdict(dict)
     for r in results:
@@ -78,7 +75,7 @@ def recovery(results: list[dict[str, Any]], cfg: dict[str, Any]) -> tuple[list[d
         if (r["method"] == "full" and budget == 1.0) or (r["method"] != "full" and budget == lowest):
             score[(r["backbone"], r["method"], r["benchmark"])][int(r["seed"])] = float(r["score"])
     rows, no_gap = [], {}
-    for bb in grid.study_backbones(cfg, "figure4"):
+    for bb in backbones:
         for method in (m for m in study.methods if m not in ("full", "cdpruner")):
             for bench in benchmarks:
                 full, pruned, ours = (score.get((bb, m, bench), {}) for m in ("full", "cdpruner", method))

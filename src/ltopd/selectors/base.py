@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import wraps
-from typing import Callable, Protocol
+from typing import Protocol
 
 import torch
 from torch import Tensor

@@ -11,7 +11,7 @@ the ``N x N`` kernel is never built. ``cdpruner_dense`` builds it (benchmark and
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor

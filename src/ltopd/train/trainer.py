@@ -4,7 +4,7 @@ RL, EPIC and LLaVA-Mini in their own modules (train/families.py maps each family
 
 Determinism: update s seeds its rollout sampling and random selectors with (seed, s), and the
 batches come in LT-14K's sampler order, so a run resumed from a checkpoint ends with the same
-weights as an uninterrupted one (tests/test_trainer.py).
+weights as an uninterrupted one (tests/train/test_trainer.py).
 """
 
 from __future__ import annotations

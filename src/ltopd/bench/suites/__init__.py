@@ -4,9 +4,10 @@ world (held-out seed space, see synthetic.py) and a loader of the real data from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ltopd.catalog import BENCHMARKS, resolve
 from ltopd.data.world import WorldConfig

@@ -10,7 +10,7 @@ index so each gets the same number of images; the Yes question comes first or se
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -19,7 +19,14 @@ from ltopd.data.world.palette import plural
 from ltopd.data.world.tasks import TaskNotApplicable, relation, uniquely_named
 
 from .synthetic import (
-    bench_rng, draw, make_record, pick, text_block, text_pool, with_article, with_text,
+    bench_rng,
+    draw,
+    make_record,
+    pick,
+    text_block,
+    text_pool,
+    with_article,
+    with_text,
 )
 
 NAME = "mme"

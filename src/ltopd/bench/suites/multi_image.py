@@ -20,7 +20,14 @@ from ltopd.data.world.palette import plural
 from ltopd.data.world.tasks import uniquely_named
 
 from .synthetic import (
-    bench_rng, choice_options, draw, letter, make_record, moved, numeric_options, pick,
+    bench_rng,
+    choice_options,
+    draw,
+    letter,
+    make_record,
+    moved,
+    numeric_options,
+    pick,
     with_article,
 )
 

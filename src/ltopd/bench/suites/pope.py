@@ -13,7 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from ltopd.data.world import (
-    POPE_SPLITS, Scene, TaskNotApplicable, WorldConfig, pope_negatives, render_scene,
+    POPE_SPLITS,
+    Scene,
+    TaskNotApplicable,
+    WorldConfig,
+    pope_negatives,
+    render_scene,
 )
 
 from .synthetic import bench_rng, draw, make_record, with_article

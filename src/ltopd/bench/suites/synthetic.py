@@ -14,13 +14,21 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
 from ltopd.data.world import (
-    WORDS, Obj, Scene, TaskNotApplicable, TextBlock, WorldConfig, item_rng, sample_scene,
+    WORDS,
+    Obj,
+    Scene,
+    TaskNotApplicable,
+    TextBlock,
+    WorldConfig,
+    item_rng,
+    sample_scene,
     text_mask,
 )
 from ltopd.data.world.palette import TEXT_COLOR

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def answer_prior_baseline(items: Iterable[dict]) -> float:

@@ -45,7 +45,7 @@ class WorldConfig:
         _int_range("placement_tries", self.placement_tries, 1, 10_000)
 
     @classmethod
-    def for_size(cls, image_size: int, **overrides: object) -> "WorldConfig":
+    def for_size(cls, image_size: int, **overrides: object) -> WorldConfig:
         """The default world rescaled to `image_size` (fonts never below 12 px), plus overrides."""
         base = cls()
         k = image_size / base.image_size

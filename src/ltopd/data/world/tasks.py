@@ -15,7 +15,7 @@ answer rests on), choices (closed answer set, or None), plus task-specific field
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -55,7 +55,7 @@ class TextBlock:
     def bbox(self) -> tuple[int, int, int, int]:
         return (self.x, self.y, self.x + self.width, self.y + self.height)
 
-    def at(self, x: int, y: int) -> "TextBlock":
+    def at(self, x: int, y: int) -> TextBlock:
         return replace(self, x=x, y=y)
 
 

@@ -82,7 +82,7 @@ def test_committed_fingerprint_is_what_the_default_profile_builds(tmp_path):
 
     from ltopd import config
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     cfg = config.load(root / "config" / "default.yaml")
     committed = json.loads((root / "metrics" / "lt14k.json").read_text())
     built = lt14k.build(cfg["lt14k"], cfg["world"], tmp_path / "lt14k", progress=False)

@@ -65,7 +65,7 @@ def test_snakemake_passes_training_selector_to_student_evaluations_only():
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", "--configfile",
                            "config/smoke.yaml", "--config", "training={selector: divprune}", "--",
                            "runs/smoke/results/table2.csv"], cwd=root, capture_output=True, text=True)

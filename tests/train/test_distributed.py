@@ -17,7 +17,7 @@ import torch
 import yaml
 from safetensors.torch import load_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.skipif(shutil.which("torchrun", path=str(BIN)) is None, reason="needs torchrun")
 TOL = 1e-5  # float32: the ranks' mean of means vs one mean over the batch

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_trainer import CFG, backbone, records, tok  # noqa: F401  (fixtures)
 
 from ltopd.models.llava_mini import LlavaMini, LlavaMiniConfig, adapter_of, attach
 from ltopd.models.loading import load_backbone, save_backbone
 from ltopd.train.families import make_trainer
 from ltopd.train.methods import method_spec
-from test_trainer import CFG, backbone, records, tok  # noqa: F401  (fixtures)
 
 
 def _open_gates(mini: LlavaMini) -> None:

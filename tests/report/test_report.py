@@ -15,7 +15,7 @@ from ltopd.report import figures, gates, table2
 from ltopd.report.reported import paper_rows
 from ltopd.report.retain import Stat, retain_ratio
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REPORTED = ROOT.parent / "shared" / "paper" / "reported-numbers.md"
 PAPER = REPORTED.parent / "paper.txt"
 

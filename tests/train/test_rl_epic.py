@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_trainer import CFG, backbone, records, tok  # noqa: F401  (fixtures)
 
 from ltopd.models.prompt import build_target
 from ltopd.train import rl as rl_mod
@@ -17,7 +18,6 @@ from ltopd.train.rl import RLParams
 from ltopd.train.rollout import rollout
 from ltopd.train.scoring import encode_responses, score
 from ltopd.train.trainer import TrainConfig, step_seed
-from test_trainer import CFG, backbone, records, tok  # noqa: F401  (fixtures)
 
 
 def test_correctness_reward_reads_letters_and_normalised_text() -> None:

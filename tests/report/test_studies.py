@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from ltopd import grid
 from ltopd.efficiency import table5
 from ltopd.efficiency.analytic import TextArch
 from ltopd.report import figures, studies, table2
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 QWEN4B = ROOT / "config" / "models" / "qwen3_5_4b.json"
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -52,7 +53,7 @@ def _recovery_results() -> list[dict]:
 
 def test_recovery_hand_worked() -> None:
     cfg = _cfg(figure4={"benchmarks": ["a", "b", "c"]})
-    rows, notes = studies.recovery(_recovery_results(), cfg)
+    rows, notes = studies.recovery(_recovery_results(), *grid.study_scope(cfg, "figure4"))
     cell = {(r["method"], r["benchmark"]): r for r in rows}
     assert sorted(cell) == [("grpo", "a"), ("grpo", "b"), ("ltopd", "a"), ("ltopd", "b"), ("ltopd", "c")]
     assert cell[("ltopd", "a")]["recovery"] == pytest.approx(50.0)
@@ -80,12 +81,13 @@ def test_recovery_hand_worked() -> None:
 def test_recovery_negative_gap_is_undefined_too() -> None:
     res = [_r("b1", "full", 1.0, "a", 0, 30), _r("b1", "cdpruner", 0.05, "a", 0, 35),
            _r("b1", "dapo", 0.05, "a", 0, 40)]
-    rows, notes = studies.recovery(res, _cfg(figure4={"benchmarks": ["a"]}))
+    rows, notes = studies.recovery(res, *grid.study_scope(_cfg(figure4={"benchmarks": ["a"]}), "figure4"))
     assert len(rows) == 1 and math.isnan(rows[0]["recovery"]) and len(notes) == 2
 
 
 def test_recovery_figure_written(tmp_path) -> None:
-    rows, notes = studies.recovery(_recovery_results(), _cfg(figure4={"benchmarks": ["a", "b", "c"]}))
+    cfg = _cfg(figure4={"benchmarks": ["a", "b", "c"]})
+    rows, notes = studies.recovery(_recovery_results(), *grid.study_scope(cfg, "figure4"))
     figures.recovery_bars(rows, tmp_path / "f4.png", "Figure 4\npaper: ...", notes)
     assert (tmp_path / "f4.png").read_bytes()[:8] == PNG
     figures.recovery_bars([], tmp_path / "empty.png", "no rows")  # a grid without results still plots
@@ -106,7 +108,7 @@ def _two_backbones() -> list[dict]:
 
 def test_study_rows_each_backbone_against_its_own_full() -> None:
     cfg = _cfg(table3={"backbones": ["b1", "b2"]})
-    rows, notes = studies.build_study(_two_backbones(), cfg, "table3")
+    rows, notes = studies.build_study(_two_backbones(), "table3", *grid.study_scope(cfg, "table3"))
     ours = [(r["backbone"], r["method"], r["budget"], r["avg_retain"].mean) for r in rows if r["source"] == "ours"]
     # b1: cdpruner (40/80 + 20/40)/2 = 50, ltopd (60/80 + 40/40)/2 = 87.5
     # b2: cdpruner (25/50 + 100/100)/2 = 75, ltopd (45/50 + 90/100)/2 = 90 (against b1's full: 78.1)
@@ -131,7 +133,7 @@ def test_study_defaults_order_and_missing_methods() -> None:
     res = [dict(r, method=m) for r in _two_backbones() if r["backbone"] == "b1" and r["method"] == "cdpruner"
            and r["budget"] == 0.05 for m in ("cdpruner", "dapo", "grpo", "ltopd")]
     res += [r for r in _two_backbones() if r["backbone"] == "b1" and r["method"] == "full"]
-    rows, notes = studies.build_study(res, _cfg(table6={}), "table6")
+    rows, notes = studies.build_study(res, "table6", *grid.study_scope(_cfg(table6={}), "table6"))
     assert [r["method"] for r in rows if r["source"] == "ours"] == ["full", "cdpruner", "grpo", "dapo", "ltopd"]
     assert [(r["method"], r["avg_retain"].mean) for r in rows if r["source"] == "paper"] == [
         ("cdpruner", 68.6), ("grpo", 75.8), ("gspo", 76.8), ("dapo", 78.2), ("ltopd", 82.3)]
@@ -143,13 +145,13 @@ def test_table14_uses_the_study_benchmarks_and_needs_full() -> None:
     res = [_r("b1", m, b, bench, 0, s) for m, b, s in (("full", 1.0, 50), ("cdpruner", 0.05, 20), ("epic", 0.05, 30),
                                                           ("ltopd", 0.05, 40)) for bench in ("muirbench", "mvbench")]
     cfg = _cfg(table14={"benchmarks": ["muirbench", "mvbench"]})
-    rows, _ = studies.build_study(res, cfg, "table14")
+    rows, _ = studies.build_study(res, "table14", *grid.study_scope(cfg, "table14"))
     assert [(r["method"], r["avg_retain"].mean) for r in rows if r["source"] == "ours"] == [
         ("full", 100.0), ("cdpruner", 40.0), ("epic", 60.0), ("ltopd", 80.0)]
     lt = next(r for r in rows if r["source"] == "paper" and r["method"] == "ltopd")
     assert (lt["bench"]["muirbench"].mean, lt["bench"]["mvbench"].mean, lt["avg_retain"].mean) == (52.0, 55.6, 78.3)
     with pytest.raises(ValueError, match="no full-token results for backbone 'b1'"):
-        studies.build_study([r for r in res if r["method"] != "full"], cfg, "table14")
+        studies.build_study([r for r in res if r["method"] != "full"], "table14", *grid.study_scope(cfg, "table14"))
 
 
 # -- Figure 1 right -----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import yaml
 from ltopd.catalog import METHODS
 from ltopd.grid import eval_groups, grid_jobs, group_name
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "workflow" / "profiles" / "slurm" / "config.yaml"
 
 pytest.importorskip("snakemake_executor_plugin_slurm", reason="needs snakemake-executor-plugin-slurm")

@@ -20,7 +20,7 @@ from ltopd.models.pretrain import (
 from ltopd.models.processor import ImageTextProcessor, build_image_processor
 from ltopd.models.prompt import build_target
 from ltopd.models.tokenizer import build_tokenizer
-from ltopd.models.twin_job import stage_streams
+from ltopd.models.twin_job import stage_sources
 from ltopd.models.twins import twin_config
 
 SIDE = 64  # 4x4 patches -> 4 visual tokens: keeps every update well under a second
@@ -30,7 +30,7 @@ SIDE = 64  # 4x4 patches -> 4 visual tokens: keeps every update well under a sec
 def records() -> list[dict]:
     single = {"name": "single", "steps": 8, "lr": 2e-3, "tasks": ["color", "shape"],
               "world": {"min_objects": 1, "max_objects": 1, "text_prob": 0.0, "clutter": 0.0}}
-    stream = stage_streams({"seed": 3, "stages": [single]}, {"image_size": SIDE})["single"]
+    stream = stage_sources({"seed": 3, "stages": [single]}, {"image_size": SIDE})["single"](0)
     return list(itertools.islice(stream, 8))
 
 

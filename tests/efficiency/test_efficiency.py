@@ -25,7 +25,7 @@ from ltopd.efficiency.latency import (
     select_questions,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 QWEN4B = ROOT / "config" / "models" / "qwen3_5_4b.json"
 REPORTED = ROOT.parent / "shared" / "paper" / "reported-numbers.md"
 WORLD = {"image_size": 128}

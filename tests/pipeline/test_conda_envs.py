@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENVS = sorted((ROOT / "envs").glob("*.yaml"))
 
 

@@ -10,7 +10,7 @@ from ltopd import config
 from ltopd.dvcgen import dvc_file, render
 from ltopd.grid import targets
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROFILES = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "config").glob("*.yaml"))
 
 

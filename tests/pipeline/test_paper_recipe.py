@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REPORTED = ROOT.parent / "shared" / "paper" / "reported-numbers.md"
 PAPER = ROOT / "config" / "paper.yaml"
 

@@ -1,0 +1,79 @@
+"""`ltopd table`: Table 2 with its retain-vs-budget figure, or an ablation table (Tables 7, 12),
+from the evaluations' metrics and predictions.
+"""
+from __future__ import annotations
+
+import argparse
+
+from ltopd.pipeline.spec import add_source
+from ltopd.pipeline.spec import job_inputs as _job_inputs  # every job's first step
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from ltopd.catalog import tables_of_kind
+
+    s = sub.add_parser("table", help="build results/<table>.csv/.md (Table 2 with its retain-vs-budget figure, "
+                                     "or an ablation table) from evaluation metrics")
+    add_source(s, "table")
+    s.add_argument("--table", required=True, choices=tables_of_kind("grid") + tables_of_kind("ablation"))
+    s.add_argument("--results", nargs="+", required=True, help="metrics.json files of `ltopd evaluate`")
+    s.add_argument("--out", required=True, help="CSV")
+    s.add_argument("--markdown", required=True)
+    s.add_argument("--figure", help="PNG: retain ratio vs budget (Table 2)")
+    s.add_argument("--json", help="headline numbers as JSON (average retain ratios, gates passed): DVC metrics")
+    s.add_argument("--predictions", nargs="*", help="predictions.jsonl files of `ltopd evaluate` (each "
+                   "beside its metrics.json): adds the gates, the out-of-sample question-only baseline "
+                   "and bootstrap intervals")
+    s.add_argument("--fit-records", nargs="*", metavar="BENCHMARK:SEED=PATH",
+                   help="records (build-bench output) the question-only baseline of that evaluation seed "
+                   "is fitted on; a benchmark without them (real data) is cross-fitted")
+    s.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates")
+    s.add_argument("--boot-seed", type=int, default=0, help="bootstrap seed")
+    s.set_defaults(func=table)
+
+
+def table(args: argparse.Namespace) -> int:
+    import math
+
+    from ltopd.atomic import atomic_file, write_json
+    from ltopd.catalog import TABLES
+    from ltopd.report import figures, table2
+    from ltopd.tracking import job_run
+
+    spec, settings = _job_inputs(args, ("grid", "seeds"))
+    backbone, benchmarks = spec["grid"]["backbones"][0], spec["grid"]["benchmarks"]
+    methods = TABLES[args.table].methods or None  # Table 2: every method of the grid
+    predictions = fit = None
+    if args.predictions:  # Table 2's gates, out-of-sample question-only baseline and bootstrap intervals
+        from ltopd.bench.suites.baseline import load_fit_records
+
+        predictions = {k: v for k, v in table2.load_predictions(args.predictions).items() if k[0] == backbone}
+        fit = {}
+        for item in args.fit_records or []:
+            key, sep, path = item.partition("=")
+            bench, colon, seed = key.partition(":")
+            if not (sep and colon and seed.isdigit() and path):
+                raise SystemExit(f"--fit-records {item!r}: expected BENCHMARK:SEED=PATH")
+            fit[(bench, int(seed))] = load_fit_records(path)
+    with job_run(settings, args.rule, {"table": args.table}, spec) as run:
+        rows, notes = table2.build(table2.load_results(args.results), backbone, benchmarks, args.table, methods,
+                                   predictions, fit, args.n_boot, args.boot_seed)
+        with atomic_file(args.out) as fh:
+            fh.write(table2.to_csv(rows, benchmarks))
+        if args.json:
+            write_json(args.json, table2.headline(rows))
+        md = table2.to_markdown(rows, benchmarks, notes)
+        with atomic_file(args.markdown) as fh:
+            fh.write(f"# {TABLES[args.table].title} ({spec['profile']} profile)\n\n" + md)
+        if args.figure:
+            figures.retain_vs_budget(rows, args.figure, f"Average retain ratio vs budget ({backbone}, "
+                                     f"{spec['profile']} profile; x = paper, Qwen3.5-4B)")
+            run.log_artifact(args.figure)
+        run.log_metrics({f"{r['method']}-{r['budget']:g}/avg_retain": r["avg_retain"].mean
+                         for r in rows if r["source"] == "ours" and r["avg_retain"].n})
+        run.log_metrics({f"gate/{b}/margin_se": s.mean for r in rows if r["source"] == "gate"
+                         for b, s in r["bench"].items() if s.n and math.isfinite(s.mean)})
+        run.log_artifact(args.out)
+        run.log_artifact(args.markdown)
+    print(md)
+    return 0

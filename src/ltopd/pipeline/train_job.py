@@ -1,0 +1,82 @@
+"""`ltopd train`: one method's student from a backbone on LT-14K (resumes from its checkpoints).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+from pathlib import Path
+
+from ltopd.pipeline.spec import add_source
+from ltopd.pipeline.spec import job_inputs as _job_inputs  # every job's first step
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("train", help="train one method's student from a backbone on LT-14K (resumes from its "
+                                     "checkpoints)")
+    add_source(s, "train")
+    s.add_argument("--backbone", required=True)
+    s.add_argument("--model", required=True, help="the starting model folder (twin or checkpoint)")
+    s.add_argument("--data", required=True, help="LT-14K folder (build-lt14k output)")
+    s.add_argument("--method", required=True)
+    s.add_argument("--budget", type=float, required=True, help="target visual-token budget")
+    s.add_argument("--seed", type=int, required=True)
+    s.add_argument("--checkpoints", required=True, help="folder for resumable checkpoints")
+    s.add_argument("--out", required=True, help="the trained student (save_pretrained folder)")
+    s.add_argument("--metrics", required=True)
+    s.add_argument("--threads", type=int, default=1)
+    s.add_argument("--stop-after", type=int, help="stop after this many updates, as a killed job would "
+                                                 "(checkpoints kept, no student written; to test resume)")
+    s.set_defaults(func=train)
+
+
+class NoRun:
+    """The MLflow handle of a non-main rank: it logs nothing (rank 0 logs the run)."""
+
+    def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
+        pass
+
+
+def train(args: argparse.Namespace) -> int:
+    import torch
+
+    from ltopd.atomic import write_json
+    from ltopd.models.loading import save_backbone
+    from ltopd.progress import bar as progress_bar
+    from ltopd.tracking import job_run
+    from ltopd.train import job
+    from ltopd.train.methods import SECTIONS, method_spec
+
+    torch.set_num_threads(args.threads)
+    section = method_spec(args.method).section  # rl / epic: the family's own hyperparameters
+    spec, settings = _job_inputs(args, ("training", "reduction"), optional=tuple(SECTIONS.values()))
+    key = {"backbone": args.backbone, "method": args.method, "seed": str(args.seed)}
+    batches = json.loads((Path(args.data) / "manifest.json").read_text())["num_batches"]
+    steps = job.total_updates(spec["training"], batches)
+    main = int(os.environ.get("RANK", "0")) == 0  # under `accelerate launch`, rank 0 logs and writes
+    tracked = job_run(settings, args.rule, key, spec, inputs={"model": args.model, "lt14k": args.data}) if main \
+        else contextlib.nullcontext(NoRun())
+    with tracked as run, progress_bar(steps, f"train {args.method}", "update", enabled=main) as bar:
+        def on_step(log):
+            run.log_metrics(log.metrics, step=log.step)
+            bar.set_postfix(loss=f"{log.metrics['loss']:.4f}", r=f"{log.metrics['keep_ratio']:.3f}", refresh=False)
+            bar.update()
+
+        student, logs, total = job.run(args.model, args.data, args.method, spec["training"], args.budget,
+                                       spec["reduction"]["floor"], args.seed, args.checkpoints, on_step=on_step,
+                                       stop_after=args.stop_after, method_params=spec[section] if section else None)
+        if args.stop_after is not None and args.stop_after < total:
+            print(f"stopped after {args.stop_after} of {total} updates; checkpoints in {args.checkpoints}, "
+                  f"no student written (rerun without --stop-after to resume)")
+            return 0
+        summary = {"updates": total, "budget": args.budget,
+                   **{f"last_{k}": v for k, v in (logs[-1].metrics if logs else {}).items()},
+                   "wall_s": sum(log.metrics["step_s"] for log in logs)}
+        if not main:
+            return 0
+        save_backbone(student, args.out)
+        write_json(args.metrics, summary)
+    print(f"{args.method} on {args.backbone} (seed {args.seed}): {total} updates to budget {args.budget:g}, "
+          f"{len(logs)} run now; last loss {summary.get('last_loss', float('nan')):.4f} -> {args.out}")
+    return 0

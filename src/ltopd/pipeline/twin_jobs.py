@@ -1,0 +1,152 @@
+"""`ltopd pretrain-twin | release-twin | release-report`: the tiny twins, pretrained in the run
+(smoke) or released with the code (default), and the releases' table.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ltopd.pipeline.spec import add_source
+from ltopd.pipeline.spec import job_inputs as _job_inputs  # every job's first step
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("pretrain-twin", help="pretrain a tiny twin on the procedural world and probe it on a "
+                                             "held-out split")
+    add_source(s, "pretrain-twin")
+    s.add_argument("--out", required=True)
+    s.add_argument("--metrics", required=True, help="small JSON summary (DVC metrics)")
+    s.add_argument("--wildcards", default="{}")
+    _twin_arguments(s)
+    s.set_defaults(func=pretrain_twin)
+    s = sub.add_parser("release-twin", help="pretrain a twin (resumable), gate it on every benchmark twin, write "
+                                            "its release folder")
+    add_source(s, "release-twin")
+    s.add_argument("--out", required=True, help="the release folder")
+    s.add_argument("--state", required=True, help="folder of the resumable pretraining state")
+    _twin_arguments(s)
+    s.set_defaults(func=release_twin)
+    s = sub.add_parser("release-report", help="the released twins' cost and gates as markdown (docs/releases.md, "
+                                              "README block)")
+    s.add_argument("--config", required=True, help="profile YAML (its release_dir and released backbones)")
+    s.add_argument("--out", default="docs/releases.md")
+    s.add_argument("--readme", help="also replace the README's releases block")
+    s.set_defaults(func=release_report)
+
+
+def _twin_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--backbone", required=True, help="a backbone of the profile that has a `twin`")
+    s.add_argument("--tokenizer", required=True, help="folder written by build-tokenizer")
+    s.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+
+
+def pretrain_twin(args: argparse.Namespace) -> int:
+    import torch
+    from transformers import AutoTokenizer
+
+    from ltopd.atomic import write_json
+    from ltopd.models import twin_job
+    from ltopd.models.loading import save_backbone
+    from ltopd.progress import bar as progress_bar
+    from ltopd.tracking import flatten, job_run
+
+    # Snakemake's `threads`: parallel 1-thread jobs beat one 2-thread job on small CPUs
+    torch.set_num_threads(args.threads)
+    spec, settings = _job_inputs(args, ("backbones", "pretrain", "reduction", "world"))
+    from ltopd.models.release import twin_spec
+
+    spec = twin_spec(spec, args.backbone)  # the twin's own stages, if its entry has them
+    twin = spec["backbones"][args.backbone]["twin"]
+    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
+    total = sum(s["steps"] for s in spec["pretrain"]["stages"])
+    with job_run(settings, args.rule, {"backbone": args.backbone}, spec,
+                 inputs={"tokenizer": args.tokenizer}) as run, progress_bar(total, f"pretrain {twin}", "step") as bar:
+        def on_step(log):
+            run.log_metrics({"loss": log.loss, **{f"lr_{k}": v for k, v in log.lrs.items()}}, step=log.step)
+            bar.set_postfix(stage=log.stage, loss=f"{log.loss:.3f}", refresh=False)
+            bar.update()
+
+        backbone, metrics = twin_job.run(twin, tokenizer, spec["pretrain"], spec["world"], spec["reduction"]["floor"],
+                                         spec["backbones"][args.backbone].get("lr_scale", 1.0), on_step=on_step)
+        save_backbone(backbone, args.out)
+        flat = {k: float(v) for k, v in flatten(metrics).items()}
+        run.log_metrics(flat)
+        write_json(args.metrics, metrics)
+    ratio = spec["pretrain"]["heldout"]["ratio"]
+    print(f"{args.backbone} ({twin}, {metrics['parameters']:,} parameters): {metrics['steps']} updates in "
+          f"{metrics['wall_s']:.0f} s, loss {metrics['loss_first']:.3f} -> {metrics['loss_last']:.3f}")
+    print(f"  held-out accuracy ({spec['pretrain']['heldout']['n']} items): question-only baseline "
+          f"{metrics['question_only']:.3f}, full tokens {metrics['full/all']:.3f}, "
+          + ", ".join(f"{s} at {ratio:g} {metrics[f'{s}-{ratio:g}/all']:.3f}"
+                      for s in spec["pretrain"]["heldout"]["selectors"]))
+    return 0
+
+
+def release_twin(args: argparse.Namespace) -> int:
+    import torch
+    from transformers import AutoTokenizer
+
+    from ltopd.models import release_job
+    from ltopd.progress import bar as progress_bar
+    from ltopd.report import releases
+    from ltopd.tracking import flatten, job_run
+
+    torch.set_num_threads(args.threads)
+    spec, settings = _job_inputs(args, ("backbones", "pretrain", "reduction", "world", "evaluation"))
+    entry = spec["backbones"].get(args.backbone) or {}
+    if not entry.get("twin"):
+        raise SystemExit(f"backbones.{args.backbone}: no `twin` to release; twins: "
+                         f"{sorted(b for b, e in spec['backbones'].items() if e.get('twin'))}")
+    from ltopd.models.release import twin_spec
+
+    spec = twin_spec(spec, args.backbone)  # the twin's own stages, if its entry has them
+    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
+    total = sum(s["steps"] for s in spec["pretrain"]["stages"])
+    with (job_run(settings, args.rule, {"backbone": args.backbone}, spec,
+                  inputs={"tokenizer": args.tokenizer}) as run,
+          progress_bar(total, f"release {entry['twin']}", "step") as bar):
+        def on_step(log):
+            if bar.n == 0 and log.step > 1:  # resumed: the bar starts where the saved state stopped
+                bar.update(log.step - 1)
+            run.log_metrics({"loss": log.loss, **{f"lr_{k}": v for k, v in log.lrs.items()}}, step=log.step)
+            bar.set_postfix(stage=log.stage, loss=f"{log.loss:.3f}", refresh=False)
+            bar.update()
+
+        every = spec["pretrain"].get("checkpoint_every", release_job.CHECKPOINT_EVERY)
+        manifest = release_job.build(spec, args.backbone, tokenizer, args.state, args.out, on_step=on_step,
+                                     checkpoint_every=every)
+        run.log_metrics({k: float(v) for k, v in flatten(manifest["gates"]["benchmarks"]).items()
+                         if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    cost, gates = manifest["pretraining"], manifest["gates"]
+    reduced = releases.reduced_key(gates["settings"])
+    print(f"{args.backbone} ({entry['twin']}): {cost['steps']} updates, {cost['wall_s'] / 60:.1f} min of pretraining "
+          f"-> {args.out}")
+    for bench, g in gates["benchmarks"].items():
+        print(f"  {bench:10s} QO {g['question_only']:7.1f}  full {g['full']:7.1f}  "
+              f"{gates['settings']['selector']} {gates['settings']['ratio']:g} "
+              f"{g[reduced]:7.1f}  "
+              f"{g['margin_se']:+6.1f} SE  {'pass' if g['passed'] else 'FAIL'}")
+    print(f"  gates passed: {len(gates['passed'])} of {len(gates['benchmarks'])}")
+    return 0
+
+
+def release_report(args: argparse.Namespace) -> int:
+    from ltopd import config as config_mod
+    from ltopd.atomic import atomic_file
+    from ltopd.grid import paths, released
+    from ltopd.report import releases
+
+    cfg = config_mod.load(args.config)
+    root = Path(paths(cfg)["release"]).parent
+    found = releases.manifests(root)
+    table = releases.render(found, root, [b for b in released(cfg) if b not in found])
+    with atomic_file(args.out) as fh:
+        fh.write(f"# Released twins\n\nRendered by `ltopd release-report --config {args.config}` from the "
+                 f"manifests in `{root}/`.\n\n{table}")
+    if args.readme:
+        readme = Path(args.readme)
+        updated = releases.update_block(readme.read_text(), table)
+        with atomic_file(readme) as fh:
+            fh.write(updated)
+    print(table, end="")
+    return 0
