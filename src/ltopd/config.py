@@ -4,6 +4,7 @@ Errors name the file, the dotted key and what is allowed, so a typo stops the ru
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ def schema() -> dict[str, Any]:
     return yaml.safe_load(text)
 
 
-def _key(path) -> str:
+def _key(path: Sequence[Any]) -> str:
     return ".".join(str(p) for p in path) or "<top level>"
 
 
@@ -252,6 +253,37 @@ def _world_problems(world: dict[str, Any]) -> list[str]:
     except (TypeError, ValueError) as e:
         return [f"world: {e}"]
     return []
+
+
+def path_problems(cfg: dict[str, Any]) -> list[str]:
+    """Local data a profile names that is missing or lacks the fields its loader needs: LT-14K's
+    real sources (opened as the build opens them), checkpoints (a config.json) and real benchmark
+    data (loaded as the evaluation loads it). One line per problem, naming the key."""
+    from ltopd.bench.suites import load_records
+    from ltopd.data.sources import SourceError, open_pool
+
+    out = []
+    lt = cfg["lt14k"]
+    for name, spec in lt["sources"].items():
+        if spec.get("kind", "synthetic") != "synthetic":
+            try:
+                open_pool(name, spec, spec["quota"], lt.get("pool_factor", 1.0), cfg["world"])
+            except (SourceError, OSError, ValueError) as e:
+                out.append(str(e) if str(e).startswith("lt14k.") else f"lt14k.sources.{name}: {e}")
+    for name, bb in cfg["backbones"].items():
+        if bb.get("checkpoint") and not (Path(bb["checkpoint"]) / "config.json").is_file():
+            out.append(f"backbones.{name}.checkpoint: {bb['checkpoint']} holds no config.json (a Hugging Face "
+                       "model folder saved with save_pretrained)")
+    for name, entry in cfg["evaluation"]["benchmarks"].items():
+        if entry.get("path"):
+            if not Path(entry["path"]).exists():
+                out.append(f"evaluation.benchmarks.{name}.path: {entry['path']} does not exist")
+                continue
+            try:
+                load_records(name, entry["path"])
+            except (OSError, ValueError) as e:
+                out.append(f"evaluation.benchmarks.{name}.path: {e}")
+    return out
 
 
 def read(path: str | Path) -> dict[str, Any]:

@@ -201,7 +201,7 @@ def end_pipeline(s: Settings, ok: bool) -> None:
 class JobRun:
     """Handle given to a job: buffers metrics and writes them in batches."""
 
-    def __init__(self, client, run_id: str, flush_every: int = 50):
+    def __init__(self, client: Any, run_id: str, flush_every: int = 50) -> None:
         self.client, self.run_id, self.flush_every = client, run_id, flush_every
         self._buffer: list = []
 

@@ -1,11 +1,15 @@
-"""`ltopd score`: a predictions file scored from the command line, bad ids refused."""
+"""`ltopd score` and `ltopd validate` from the command line: the official metric, and every bad
+input answered with one line (no traceback)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-import pytest
+import yaml
 
 from ltopd.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _write(path, rows):
@@ -21,15 +25,57 @@ def test_score_prints_the_official_metric(tmp_path, capsys):
     assert metrics["score"] == 50.0 and metrics["n"] == 2
 
 
-def test_score_refuses_bad_ids(tmp_path):
+def _one_line_error(capsys, argv: list[str], expected: str) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and expected in err, err
+
+
+def test_score_answers_every_bad_input_with_one_line(tmp_path, capsys):
     ref = _write(tmp_path / "r.jsonl", [{"id": "a", "answer": "A", "options": ["x", "y"]},
                                           {"id": "b", "answer": "B", "options": ["x", "y"]}])
     preds = _write(tmp_path / "p.jsonl", [{"id": "a", "prediction": "A"}, {"id": "a", "prediction": "B"}])
-    with pytest.raises(SystemExit, match="missing id.*'b'"):
-        main(["score", "--benchmark", "vstar", "--predictions", preds, "--records", ref])
+    score = ["score", "--benchmark", "vstar", "--predictions"]
+    _one_line_error(capsys, score + [preds, "--records", ref], "missing id")
     (tmp_path / "bad.jsonl").write_text("{oops\n")
-    with pytest.raises(SystemExit, match="bad.jsonl:1: not valid JSON"):
-        main(["score", "--benchmark", "vstar", "--predictions", str(tmp_path / "bad.jsonl")])
+    _one_line_error(capsys, score + [str(tmp_path / "bad.jsonl")], "bad.jsonl:1: not valid JSON")
+    _one_line_error(capsys, score + [str(tmp_path / "none.jsonl")], "none.jsonl: No such file or directory")
+    (tmp_path / "empty.jsonl").write_text("")
+    _one_line_error(capsys, score + [str(tmp_path / "empty.jsonl")], "empty.jsonl: no predictions")
+    no_field = _write(tmp_path / "nf.jsonl", [{"id": "a", "answer": "A"}])
+    _one_line_error(capsys, score + [no_field], "nf.jsonl:1: no 'prediction' field")
+    _one_line_error(capsys, ["score", "--benchmark", "VStar", "--predictions", preds],
+                    "unknown benchmark 'VStar'; allowed values: ['vstar'")
+
+
+def test_validate_checks_every_local_path_the_profile_names(tmp_path, capsys):
+    from conftest import make_jsonl_source
+
+    cfg = yaml.safe_load((ROOT / "config/smoke.yaml").read_text())
+    sources = cfg["lt14k"]["sources"]
+    good = make_jsonl_source(tmp_path / "ok")
+    sources["llava"] = {"quota": sources["llava"]["quota"], "seed": 1, "kind": "jsonl", "path": str(good)}
+    profile = tmp_path / "p.yaml"
+    profile.write_text(yaml.safe_dump(cfg))
+    assert main(["validate", "--config", str(profile)]) == 0
+    assert "valid profile 'smoke'" in capsys.readouterr().out
+
+    # a missing source, a source without its answer column, a checkpoint without config.json, a
+    # real benchmark that is not there: each named by its key
+    sources["llava"]["path"] = str(tmp_path / "missing.jsonl")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps({"question": "q", "image": "x.png"}) + "\n")
+    sources["pixmo"] = {"quota": sources["pixmo"]["quota"], "seed": 1, "kind": "jsonl", "path": str(broken)}
+    (tmp_path / "ckpt").mkdir()
+    cfg["backbones"]["qwen35-tiny"] = {"family": "qwen35", "checkpoint": str(tmp_path / "ckpt")}
+    cfg["evaluation"]["benchmarks"]["pope"] = {"path": str(tmp_path / "pope.tsv")}
+    profile.write_text(yaml.safe_dump(cfg))
+    assert main(["validate", "--config", str(profile)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    for key in ("lt14k.sources.llava.path", "lt14k.sources.pixmo", "answer", "backbones.qwen35-tiny.checkpoint",
+                "evaluation.benchmarks.pope.path"):
+        assert key in err, (key, err)
 
 
 def test_a_trained_student_is_evaluated_with_the_profiles_training_selector(tmp_path, monkeypatch):

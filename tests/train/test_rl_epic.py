@@ -13,10 +13,10 @@ from ltopd.train.epic import EpicParams, EpicTrainer, reduction_bounds, teacher_
 from ltopd.train.families import make_trainer
 from ltopd.train.losses import epic_loss
 from ltopd.train.methods import method_spec
+from ltopd.train.response_logits import encode_responses, score
 from ltopd.train.reward import correctness_reward
 from ltopd.train.rl import RLParams
 from ltopd.train.rollout import rollout
-from ltopd.train.scoring import encode_responses, score
 from ltopd.train.trainer import TrainConfig, step_seed
 
 

@@ -17,8 +17,8 @@ from ltopd.models.twins import twin_backbone
 from ltopd.train.families import make_trainer
 from ltopd.train.methods import TRAINED, MethodSpec, method_spec
 from ltopd.train.optim import build_optimizer, no_decay, set_lr
+from ltopd.train.response_logits import encode_responses, score
 from ltopd.train.rollout import rollout, trim
-from ltopd.train.scoring import encode_responses, score
 from ltopd.train.trainer import DistillTrainer, TrainConfig
 
 WORLD = {"image_size": 128}

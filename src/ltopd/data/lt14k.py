@@ -35,7 +35,7 @@ def _spill(rows: list[dict[str, Any]], path: Path):
     return datasets.load_from_disk(str(path))
 
 
-def _sampled(mix, pools, picks) -> Iterator[dict[str, Any]]:
+def _sampled(mix: list[dict[str, int]], pools: dict[str, Any], picks: dict[str, list[int]]) -> Iterator[dict[str, Any]]:
     """Records in batch order: batch b holds mix[b][s] items of source s, interleaved."""
     cursor = dict.fromkeys(pools, 0)
     for b, counts in enumerate(mix):
@@ -90,7 +90,7 @@ def build(lt: dict[str, Any], world: dict[str, Any], out_dir: str | Path, progre
     return manifest
 
 
-def load(path: str | Path):
+def load(path: str | Path) -> tuple[Any, dict[str, Any]]:
     """Load a built LT-14K (the `datasets` dataset) and its manifest."""
     import datasets
 

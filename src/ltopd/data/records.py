@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import datasets
+from PIL import Image
 
 TEXT_FIELDS = ("id", "source", "question", "answer", "response", "task", "meta")
 
@@ -40,7 +41,7 @@ def encode_images(rec: dict[str, Any]) -> dict[str, Any]:
     compression; `datasets` would otherwise re-encode each PIL image at the slow default level."""
     import io
 
-    def png(img) -> dict[str, Any]:
+    def png(img: Image.Image) -> dict[str, Any]:
         buf = io.BytesIO()
         img.save(buf, format="PNG", compress_level=1)
         return {"bytes": buf.getvalue(), "path": None}

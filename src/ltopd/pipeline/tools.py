@@ -29,10 +29,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def validate(args: argparse.Namespace) -> int:
+    """The schema and cross-field rules (as every entry point checks them), then what only a run on
+    this machine would find out: every local path the profile names exists and holds the fields
+    its loader needs."""
     from ltopd import config as config_mod
     from ltopd.grid import eval_jobs
 
     cfg = config_mod.load(args.config)
+    problems = config_mod.path_problems(cfg)
+    if problems:
+        print(f"{args.config}: profile {cfg['profile']!r} names local data this machine lacks:\n  - "
+              + "\n  - ".join(problems), file=sys.stderr)
+        return 2
     print(f"{args.config}: valid profile {cfg['profile']!r}; "
           f"{sum(1 for _ in eval_jobs(cfg))} evaluation jobs in the grid")
     return 0
@@ -63,26 +71,40 @@ def dvc_yaml(args: argparse.Namespace) -> int:
 
 
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
-    from ltopd.jsonl import JsonlError, read_jsonl
+    from ltopd.jsonl import read_jsonl
 
-    try:
-        return read_jsonl(path)
-    except JsonlError as e:
-        raise SystemExit(str(e)) from None
+    rows = read_jsonl(path)
+    if not rows:
+        raise ValueError(f"{path}: no predictions (the file is empty)")
+    bad = next((i for i, r in enumerate(rows, 1) if not isinstance(r, dict)), None)
+    if bad:
+        raise ValueError(f"{path}:{bad}: each line must be a JSON object")
+    return rows
 
 
 def score(args: argparse.Namespace) -> int:
+    """Scores a predictions file; every bad input (unknown benchmark, missing or empty file, a
+    line that is not JSON, a row without its id or prediction, ids that do not match the records)
+    is one line on stderr and exit status 2."""
     from ltopd.bench.scoring import check_predictions, score
+    from ltopd.catalog import benchmark
 
-    preds = _read_jsonl(args.predictions)
-    if args.records:
-        reference = {r["id"]: r for r in _read_jsonl(args.records)}
-    else:  # no reference given: the file itself, so ids are still checked for gaps and duplicates
-        reference = {p["id"]: p for p in preds if "id" in p}
     try:
+        benchmark(args.benchmark)
+        preds = _read_jsonl(args.predictions)
+        for i, p in enumerate(preds, 1):
+            missing = [k for k in ("id", "prediction") if k not in p]
+            if missing:
+                raise ValueError(f"{args.predictions}:{i}: no {' or '.join(repr(k) for k in missing)} field")
+        if args.records:
+            reference = {r["id"]: r for r in _read_jsonl(args.records) if "id" in r}
+        else:  # no reference given: the file itself, so ids are still checked for gaps and duplicates
+            reference = {p["id"]: p for p in preds}
         check_predictions(reference, preds)
-    except ValueError as e:
-        raise SystemExit(f"{args.predictions}: {e}") from e
-    records = [{**reference.get(p["id"], {}), **p} for p in preds]
-    print(json.dumps(score(args.benchmark, records), indent=2, sort_keys=True))
+        records = [{**reference.get(p["id"], {}), **p} for p in preds]
+        metrics = score(args.benchmark, records)
+    except (OSError, ValueError) as e:  # JsonlError is a ValueError
+        print(f"ltopd score: {getattr(e, 'strerror', None) and f'{e.filename}: {e.strerror}' or e}", file=sys.stderr)
+        return 2
+    print(json.dumps(metrics, indent=2, sort_keys=True))
     return 0

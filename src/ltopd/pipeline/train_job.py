@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from ltopd.pipeline.spec import add_source
 from ltopd.pipeline.spec import job_inputs as _job_inputs  # every job's first step
@@ -58,7 +59,7 @@ def train(args: argparse.Namespace) -> int:
     tracked = job_run(settings, args.rule, key, spec, inputs={"model": args.model, "lt14k": args.data}) if main \
         else contextlib.nullcontext(NoRun())
     with tracked as run, progress_bar(steps, f"train {args.method}", "update", enabled=main) as bar:
-        def on_step(log):
+        def on_step(log: Any) -> None:
             run.log_metrics(log.metrics, step=log.step)
             bar.set_postfix(loss=f"{log.metrics['loss']:.4f}", r=f"{log.metrics['keep_ratio']:.3f}", refresh=False)
             bar.update()

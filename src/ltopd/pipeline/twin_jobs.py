@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from ltopd.pipeline.spec import add_source
 from ltopd.pipeline.spec import job_inputs as _job_inputs  # every job's first step
@@ -61,7 +62,7 @@ def pretrain_twin(args: argparse.Namespace) -> int:
     total = sum(s["steps"] for s in spec["pretrain"]["stages"])
     with job_run(settings, args.rule, {"backbone": args.backbone}, spec,
                  inputs={"tokenizer": args.tokenizer}) as run, progress_bar(total, f"pretrain {twin}", "step") as bar:
-        def on_step(log):
+        def on_step(log: Any) -> None:
             run.log_metrics({"loss": log.loss, **{f"lr_{k}": v for k, v in log.lrs.items()}}, step=log.step)
             bar.set_postfix(stage=log.stage, loss=f"{log.loss:.3f}", refresh=False)
             bar.update()
@@ -105,7 +106,7 @@ def release_twin(args: argparse.Namespace) -> int:
     with (job_run(settings, args.rule, {"backbone": args.backbone}, spec,
                   inputs={"tokenizer": args.tokenizer}) as run,
           progress_bar(total, f"release {entry['twin']}", "step") as bar):
-        def on_step(log):
+        def on_step(log: Any) -> None:
             if bar.n == 0 and log.step > 1:  # resumed: the bar starts where the saved state stopped
                 bar.update(log.step - 1)
             run.log_metrics({"loss": log.loss, **{f"lr_{k}": v for k, v in log.lrs.items()}}, step=log.step)

@@ -25,10 +25,12 @@ from typing import Any
 
 import torch
 
+from ltopd.models.backbone import Backbone
 from ltopd.models.prompt import build_target
 from ltopd.train.losses import epic_loss
-from ltopd.train.scoring import encode_responses, score
-from ltopd.train.trainer import Trainer, step_seed
+from ltopd.train.methods import MethodSpec
+from ltopd.train.response_logits import encode_responses, score
+from ltopd.train.trainer import Records, StepLoss, TrainConfig, Trainer, step_seed
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ def teacher_reduction(student_reduction: float, p: float, params: EpicParams) ->
 
 
 class EpicTrainer(Trainer):
-    def __init__(self, student, method, cfg, total_steps):
+    def __init__(self, student: Backbone, method: MethodSpec, cfg: TrainConfig, total_steps: int) -> None:
         super().__init__(student, method, cfg, total_steps)
         self.epic = EpicParams.from_section(cfg.method_params)
 
@@ -75,7 +77,7 @@ class EpicTrainer(Trainer):
         lo, hi = reduction_bounds(self.progress(step), 1.0 - self.cfg.budget, self.epic)
         return 1.0 - random.Random(step_seed(self.cfg.seed, step)).uniform(lo, hi)
 
-    def step_loss(self, records, ratio, step):
+    def step_loss(self, records: Records, ratio: float, step: int) -> StepLoss:
         cfg, seed = self.cfg, step_seed(self.cfg.seed, step)
         teacher_ratio = 1.0 - teacher_reduction(1.0 - ratio, self.progress(step), self.epic)
         recs, responses = list(records), [build_target(r) for r in records]

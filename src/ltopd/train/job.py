@@ -8,9 +8,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ltopd.models.backbone import Backbone
 from ltopd.train.families import make_trainer
 from ltopd.train.methods import method_spec
-from ltopd.train.trainer import StepLog, TrainConfig
+from ltopd.train.trainer import StepLog, TrainConfig, Trainer
 
 
 def lt14k_batches(path: str | Path) -> list[list[dict]]:
@@ -30,7 +31,7 @@ def total_updates(training: Mapping[str, Any], num_batches: int) -> int:
 
 
 def build(model_dir: str | Path, data_dir: str | Path, method: str, training: Mapping[str, Any], budget: float,
-          floor: int, seed: int, method_params: Mapping[str, Any] | None = None):
+          floor: int, seed: int, method_params: Mapping[str, Any] | None = None) -> tuple[Trainer, list[list[dict]]]:
     """(trainer with the student loaded from ``model_dir``, LT-14K batches in sampler order).
     ``method_params``: the method family's own profile section (``rl``, ``epic``), if any."""
     from ltopd.models.loading import load_backbone
@@ -43,7 +44,8 @@ def build(model_dir: str | Path, data_dir: str | Path, method: str, training: Ma
 
 def run(model_dir: str | Path, data_dir: str | Path, method: str, training: Mapping[str, Any], budget: float,
         floor: int, seed: int, ckpt_dir: str | Path, on_step: Callable[[StepLog], None] | None = None,
-        stop_after: int | None = None, method_params: Mapping[str, Any] | None = None):
+        stop_after: int | None = None, method_params: Mapping[str, Any] | None = None
+        ) -> tuple[Backbone, list[StepLog], int]:
     """Train ``method`` from the model in ``model_dir`` (resuming from ``ckpt_dir``); returns
     (trained backbone, step logs of this call, total updates). ``stop_after`` ends the run after
     that many completed updates, as a killed job would (to test resume)."""

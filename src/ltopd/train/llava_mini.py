@@ -8,12 +8,14 @@ from dataclasses import replace
 
 import torch
 
+from ltopd.models.backbone import Backbone
 from ltopd.models.llava_mini import LlavaMiniConfig, adapter_of, attach
-from ltopd.train.trainer import SFTTrainer
+from ltopd.train.methods import MethodSpec
+from ltopd.train.trainer import SFTTrainer, TrainConfig
 
 
 class LlavaMiniTrainer(SFTTrainer):
-    def __init__(self, student, method, cfg, total_steps):
+    def __init__(self, student: Backbone, method: MethodSpec, cfg: TrainConfig, total_steps: int) -> None:
         mini = LlavaMiniConfig.from_section(cfg.method_params)
         if adapter_of(student.model) is None:
             with torch.random.fork_rng():  # the module's init is seeded and leaves the global RNG alone

@@ -18,14 +18,18 @@ from typing import Any
 
 import torch
 
+from ltopd.models.backbone import Backbone
 from ltopd.models.hook import Selection
 from ltopd.sections import from_section
 from ltopd.train import rl_losses
 from ltopd.train.features import ImageFeatures
+from ltopd.train.methods import MethodSpec
+from ltopd.train.response_logits import encode_responses, score
 from ltopd.train.reward import correctness_reward
 from ltopd.train.rollout import concat, rollout, rows_of
-from ltopd.train.scoring import encode_responses, score
-from ltopd.train.trainer import Trainer, step_seed
+from ltopd.train.trainer import Records, StepLoss, TrainConfig, Trainer, step_seed
+
+Responses = Sequence[Sequence[int]]  # sampled token ids per row
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,8 @@ class Group:
     correct: torch.Tensor  # (G,) 0/1
 
 
-def policy_loss(name: str, p: RLParams, logp, old_logp, adv, mask) -> torch.Tensor:
+def policy_loss(name: str, p: RLParams, logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor,
+                mask: torch.Tensor) -> torch.Tensor:
     if name == "grpo":
         return rl_losses.grpo_loss(logp, old_logp, adv, mask, clip=p.clip, dual_clip=p.dual_clip)
     if name == "gspo":
@@ -66,7 +71,7 @@ def policy_loss(name: str, p: RLParams, logp, old_logp, adv, mask) -> torch.Tens
 
 
 class RLTrainer(Trainer):
-    def __init__(self, student, method, cfg, total_steps):
+    def __init__(self, student: Backbone, method: MethodSpec, cfg: TrainConfig, total_steps: int) -> None:
         super().__init__(student, method, cfg, total_steps)
         self.rl = RLParams.from_section(cfg.method_params)
 
@@ -92,7 +97,7 @@ class RLTrainer(Trainer):
             rewards = rewards + rl_losses.overlong_penalty(lengths, self.cfg.max_new_tokens, self.rl.overlong_cache)
         return rewards
 
-    def step_loss(self, records, ratio, step):
+    def step_loss(self, records: Records, ratio: float, step: int) -> StepLoss:
         cfg, name, acc = self.cfg, self.method.policy_loss, self.accelerator
         seed = step_seed(cfg.seed, step) + acc.process_index
         t0 = time.perf_counter()
@@ -152,8 +157,8 @@ class RLTrainer(Trainer):
         return torch.tensor(total), metrics
 
     @torch.no_grad()
-    def _old_logp(self, recs, responses, selection, features: ImageFeatures | None = None,
-                  record_of: Sequence[int] = ()) -> list[torch.Tensor]:
+    def _old_logp(self, recs: Records, responses: Responses, selection: Selection,
+                  features: ImageFeatures | None = None, record_of: Sequence[int] = ()) -> list[torch.Tensor]:
         """log pi_old of each row's sampled tokens (the sampling policy, before any step);
         row j reads the features of record ``record_of[j]`` when ``features`` are given."""
         out = []
@@ -167,13 +172,15 @@ class RLTrainer(Trainer):
         size = self.cfg.student_microbatch or max(rows.stop - rows.start, 1)
         return [slice(lo, min(lo + size, rows.stop)) for lo in range(rows.start, rows.stop, size)]
 
-    def _logp(self, recs, responses, selection, part: slice, features=None):
+    def _logp(self, recs: Records, responses: Responses, selection: Selection, part: slice,
+              features: Sequence[torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         batch, width = encode_responses(self.student, recs[part], responses[part])
         scored = score(self.student, batch, width, rows_of(selection, recs, part), features)
         logp = torch.log_softmax(scored.logits.float(), -1).gather(-1, scored.ids.unsqueeze(-1)).squeeze(-1)
         return logp, scored.mask
 
-    def _backward(self, recs, responses, selection, old, adv, mb: slice, scale: float) -> tuple[float, float]:
+    def _backward(self, recs: Records, responses: Responses, selection: Selection, old: list[torch.Tensor],
+                  adv: torch.Tensor, mb: slice, scale: float) -> tuple[float, float]:
         """Backpropagate mini-batch ``mb`` by microbatches; (its loss, share of clipped tokens).
         DAPO means over every token of the mini-batch, GRPO and GSPO over its sequences. An empty
         mini-batch runs one zero-weight row, so every process does the same passes."""

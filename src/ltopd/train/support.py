@@ -10,6 +10,7 @@ The mass outside the support is one extra "tail" bucket per distribution.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -62,14 +63,14 @@ class _GatherLogProbs(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, logits: Tensor, ids: Tensor, chunk: int) -> Tensor:  # type: ignore[override]
+    def forward(ctx: Any, logits: Tensor, ids: Tensor, chunk: int) -> Tensor:  # type: ignore[override]
         lse = chunked_logsumexp(logits, chunk)
         ctx.save_for_backward(logits, ids, lse)
         ctx.chunk = chunk
         return logits.gather(-1, ids).to(lse.dtype) - lse.unsqueeze(-1)
 
     @staticmethod
-    def backward(ctx, grad_out: Tensor):  # type: ignore[override]
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:  # type: ignore[override]
         logits, ids, lse = ctx.saved_tensors
         grad_sum = grad_out.sum(-1, keepdim=True)
         lse = lse.unsqueeze(-1)

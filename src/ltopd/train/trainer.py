@@ -29,8 +29,11 @@ from ltopd.train.features import ImageFeatures, StudentFeatures, repeated
 from ltopd.train.losses import distill_loss, masked_mean_per_sequence_then_batch
 from ltopd.train.methods import MethodSpec
 from ltopd.train.optim import build_optimizer, set_lr
+from ltopd.train.response_logits import encode_responses, score, score_teacher
 from ltopd.train.rollout import rollout, rows_of
-from ltopd.train.scoring import encode_responses, score, score_teacher
+
+Records = Sequence[Mapping[str, Any]]  # one update's questions
+StepLoss = tuple[torch.Tensor, dict[str, float]]  # (loss, metrics) of one update
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,7 @@ class Trainer:
         rank, world = self.accelerator.process_index, self.accelerator.num_processes
         return list(records)[rank::world]
 
-    def step_loss(self, records: Sequence[Mapping[str, Any]], ratio: float, step: int) -> tuple[torch.Tensor, dict]:
+    def step_loss(self, records: Records, ratio: float, step: int) -> StepLoss:
         raise NotImplementedError
 
     def after_step(self) -> None:
@@ -237,7 +240,7 @@ class DistillTrainer(Trainer):
                 if t.is_floating_point():
                     t.lerp_(student[name].to(t.dtype), self.cfg.ema_rate)
 
-    def step_loss(self, records, ratio, step):
+    def step_loss(self, records: Records, ratio: float, step: int) -> StepLoss:
         cfg = self.cfg
         seed = step_seed(cfg.seed, step) + self.accelerator.process_index  # ranks sample differently
         records = list(records)
@@ -294,7 +297,8 @@ class DistillTrainer(Trainer):
                    scoring_tokens_per_s=2 * n_tokens / max(t3 - t1, 1e-9))
         return torch.tensor(total), agg  # already backpropagated (student_s: forward + backward)
 
-    def _teacher_logits(self, records, responses, width: int, features: ImageFeatures | None = None,
+    def _teacher_logits(self, records: Records, responses: Sequence[Sequence[int] | str], width: int,
+                        features: ImageFeatures | None = None,
                         record_of: Sequence[int] = ()) -> torch.Tensor:
         """The frozen teacher's response logits for these rows, ``teacher_microbatch`` rows per
         forward; each part is left-padded to ``width`` (responses are right-aligned, so the
@@ -313,7 +317,7 @@ class DistillTrainer(Trainer):
 class SFTTrainer(Trainer):
     """Cross-entropy on the reference answers, the student at its budget (same selector)."""
 
-    def step_loss(self, records, ratio, step):
+    def step_loss(self, records: Records, ratio: float, step: int) -> StepLoss:
         cfg, seed = self.cfg, step_seed(self.cfg.seed, step)
         recs, responses = list(records), [build_target(r) for r in records]
         t0 = time.perf_counter()
