@@ -1,4 +1,5 @@
-"""GLM-4.6V and LLaVA-OneVision twins through the reduction hook, against independent references.
+"""The three families' twins (Qwen3.5, GLM-4.6V, LLaVA-OneVision) through the reduction hook,
+against independent references.
 
 References are built by hand from lists (which placeholder columns survive, which features fill
 them, which positions they carry) and run through the model without the hook; for LLaVA-OV the
@@ -21,7 +22,7 @@ CORPUS = [
     "What colour is the square? How many circles are there? Is there a red triangle?",
     "A. red B. blue C. green D. yellow. The answer is 3 shapes.",
 ] * 20
-FAMILIES = ["glm46v-tiny", "llava-ov-tiny"]
+FAMILIES = ["qwen35-tiny", "glm46v-tiny", "llava-ov-tiny"]  # one twin of each family
 
 
 def _image(side_w: int, side_h: int, seed: int) -> Image.Image:
@@ -141,14 +142,15 @@ def test_twin_processor_spans(bb, tok):
         assert n_placeholders == 64 + 1  # 8x8 grid of the 112 px tile + the newline token
         assert batch.inputs["pixel_values"].shape == (1, 3, 112, 112)
         assert tok.decode(ids[first + n_placeholders]) == "\n"
-    else:
-        assert n_placeholders == 25  # 128 px -> 140 px -> 10x10 patches -> 5x5 merged
-        assert batch.inputs["image_grid_thw"].tolist() == [[1, 10, 10]]
-        assert tok.convert_ids_to_tokens([ids[first - 1], ids[first + n_placeholders]]) == [
-            "<|begin_of_image|>", "<|end_of_image|>"
-        ]
+    else:  # Qwen3.5: 128 px -> 8x8 patches of 16 -> 4x4 merged; GLM: 128 -> 140 px -> 10x10 of 14 -> 5x5
+        qwen = bb.model.config.model_type == "qwen3_5"
+        assert n_placeholders == (16 if qwen else 25)
+        assert batch.inputs["image_grid_thw"].tolist() == ([[1, 8, 8]] if qwen else [[1, 10, 10]])
+        assert tok.convert_ids_to_tokens([ids[first - 1], ids[first + n_placeholders]]) == (
+            ["<|vision_start|>", "<|vision_end|>"] if qwen else ["<|begin_of_image|>", "<|end_of_image|>"]
+        )
         big = bb.encode([{"question": "q", "images": [_image(256, 256, 5)]}])
-        assert big.inputs["image_grid_thw"].tolist() == [[1, 16, 16]]  # 224 px canvas: 64 merged tokens
+        assert big.inputs["image_grid_thw"].tolist() == [[1, 16, 16]]  # 64 merged tokens
     n_params = sum(p.numel() for p in bb.model.parameters())
     assert 5e5 < n_params < 5e6
 
@@ -236,13 +238,21 @@ def test_gradients_reach_vision_projector_and_lm_at_five_percent(bb):
             "projector": inner.multi_modal_projector.linear_2.weight,
             "image newline": inner.image_newline,
         }
+    elif bb.model.config.model_type == "qwen3_5":  # Gated DeltaNet layers, then a full-attention one
+        groups = {
+            "vision tower": inner.visual.blocks[0].attn.qkv.weight,
+            "merger": inner.visual.merger.linear_fc2.weight,
+            "LM linear attention": inner.language_model.layers[0].linear_attn.in_proj_qkv.weight,
+        }
+        groups["LM"] = inner.language_model.layers[3].self_attn.q_proj.weight
     else:
         groups = {
             "vision tower": inner.visual.blocks[0].attn.qkv.weight,
             "downsample": inner.visual.downsample.weight,
             "merger": inner.visual.merger.down_proj.weight,
         }
-    groups["LM"] = inner.language_model.layers[0].self_attn.q_proj.weight
+    if "LM" not in groups:
+        groups["LM"] = inner.language_model.layers[0].self_attn.q_proj.weight
     for name, param in groups.items():
         assert param.grad is not None and param.grad.abs().sum() > 0, name
     bb.model.zero_grad(set_to_none=True)
@@ -274,7 +284,10 @@ def test_attention_fields_match_eager_attention_weights(bb):
     finally:
         bb.model.set_attn_implementation("sdpa")
     layer = bb.ops.attention_layer(bb.model)
-    reference = out.attentions[layer][:, :, -1, :].mean(1)
+    # a hybrid LM (Qwen3.5) returns the attentions of its full-attention layers only
+    kinds = getattr(bb.model.config.text_config, "layer_types", None)
+    index = sum(k == "full_attention" for k in kinds[:layer]) if kinds else layer
+    reference = out.attentions[index][:, :, -1, :].mean(1)
     is_image = batch.inputs["input_ids"] == bb.model.config.image_token_id
     for row, (item, feats) in enumerate(zip(inputs, features)):
         cols = is_image[row].nonzero().squeeze(1)[: feats.shape[0]]  # the grid, not LLaVA's newline

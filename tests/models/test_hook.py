@@ -1,4 +1,5 @@
-"""The reduction hook against independent references (hand-built pruned sequences, dense model)."""
+"""The reduction hook's own functions against hand-worked references (pruned sequences, per-image
+budgets, the first generated step); the checks every family shares are in test_families.py."""
 
 from __future__ import annotations
 
@@ -81,16 +82,6 @@ def _reference_logits(bb, embeds, rope, extra_ids, next_pos):
     return bb.model(inputs_embeds=full, position_ids=position_ids).logits[0]
 
 
-def test_keep_all_equals_unhooked_model_batched(bb):
-    batch = bb.encode(RECORDS, ["red</answer>", "3</answer>"])
-    with torch.no_grad():
-        dense = bb.model(**batch.inputs).logits
-        hooked, pruned = bb.forward(batch, Selection.full([f.shape[0] for f in bb.image_features(batch)]))
-    assert pruned.input_ids.shape == batch.inputs["input_ids"].shape  # nothing dropped, no extra padding
-    mask = batch.inputs["attention_mask"].bool()
-    assert torch.allclose(hooked.logits[mask], dense[mask], atol=1e-5, rtol=0)
-
-
 def test_prune_sequence_hand_example():
     # Row 0: pad, t, I, I, I, t ; row 1: t, t, I, I, t, t  (image token id 9, pad 0)
     ids = torch.tensor([[0, 5, 9, 9, 9, 6], [5, 5, 9, 9, 6, 7]])
@@ -109,25 +100,6 @@ def test_prune_sequence_hand_example():
     assert out.labels.tolist() == [[-100, -100, 5, 9, 6], [5, 5, 9, 6, 7]]
 
 
-def test_cached_greedy_decoding_matches_full_recompute(bb):
-    record = RECORDS[0]
-    batch = bb.encode([record])
-    selection = _fixed(bb, batch, lambda n: torch.tensor([0, 5, n - 1]))
-    with torch.no_grad():
-        out = bb.generate(
-            batch, selection, max_new_tokens=5, do_sample=False, eos_token_id=None,
-            return_dict_in_generate=True, output_logits=True,
-        )
-        tokens = out.sequences[0, -5:].tolist()
-        embeds, rope, full_max, _ = _reference_inputs(bb, record, selection)
-        ref = _reference_logits(bb, embeds, rope, tokens, full_max + 1)
-    prompt_len = embeds.shape[0]
-    for step in range(5):
-        ref_step = ref[prompt_len - 1 + step]
-        assert torch.allclose(out.logits[step][0], ref_step, atol=1e-4, rtol=0)
-        assert tokens[step] == int(ref_step.argmax())
-
-
 def test_generate_at_five_percent_first_step_equals_pruned_forward(bb):
     batch = bb.encode(RECORDS[:1])
     selection = bb.select(batch, 0.05, "random", floor=1, seed=7)
@@ -138,52 +110,6 @@ def test_generate_at_five_percent_first_step_equals_pruned_forward(bb):
         forward, pruned = bb.forward(batch, selection)
     assert pruned.input_ids.shape[1] == batch.inputs["input_ids"].shape[1] - 15
     assert torch.allclose(out.logits[0][0], forward.logits[0, -1], atol=1e-5, rtol=0)
-
-
-def test_batched_left_padding_equals_per_sample(bb):
-    responses = ["red</answer>", "3 circles</answer>"]
-    batch = bb.encode(RECORDS, responses)
-    selection = _fixed(bb, batch, _every_other)
-    with torch.no_grad():
-        batched, pruned = bb.forward(batch, selection)
-        gen = bb.generate(bb.encode(RECORDS), selection, max_new_tokens=4, do_sample=False, eos_token_id=None)
-        for row, record in enumerate(RECORDS):
-            single = bb.encode([record], [responses[row]])
-            sel = Selection(selection.kept[row : row + 1], selection.n_tokens[row : row + 1])
-            alone, alone_pruned = bb.forward(single, sel)
-            n = alone_pruned.input_ids.shape[1]
-            assert pruned.input_ids[row, -n:].tolist() == alone_pruned.input_ids[0].tolist()
-            assert torch.allclose(batched.logits[row, -n:], alone.logits[0], atol=1e-4, rtol=0)
-            alone_gen = bb.generate(bb.encode([record]), sel, max_new_tokens=4, do_sample=False, eos_token_id=None)
-            assert gen[row].tolist() == alone_gen[0].tolist()
-
-
-def test_replayed_selection_gives_identical_logits(bb):
-    batch = bb.encode(RECORDS[:1], ["red</answer>"])
-    selection = bb.select(batch, 0.25, "cdpruner", floor=1)
-    replay = Selection.from_lists(selection.to_lists())
-    with torch.no_grad():
-        first, _ = bb.forward(batch, selection)
-        second, _ = bb.forward(bb.encode(RECORDS[:1], ["red</answer>"]), replay)
-    assert torch.equal(first.logits, second.logits)
-
-
-def test_gradients_reach_vision_merger_and_lm_at_five_percent(bb):
-    batch = bb.encode(RECORDS, ["red</answer>", "3</answer>"])
-    selection = bb.select(batch, 0.05, "random", floor=1)
-    bb.model.zero_grad(set_to_none=True)
-    out, _ = bb.forward(batch, selection, with_labels=True)
-    out.loss.backward()
-    visual = bb.model.model.visual
-    groups = {
-        "vision tower": visual.blocks[0].attn.qkv.weight,
-        "merger": visual.merger.linear_fc2.weight,
-        "LM": bb.model.model.language_model.layers[0].linear_attn.in_proj_qkv.weight,
-        "LM full attention": bb.model.model.language_model.layers[3].self_attn.q_proj.weight,
-    }
-    for name, param in groups.items():
-        assert param.grad is not None and param.grad.abs().sum() > 0, name
-    bb.model.zero_grad(set_to_none=True)
 
 
 def test_two_images_keep_per_image_budgets(bb):
@@ -209,42 +135,3 @@ def test_bad_budget_is_rejected(bb, ratio):
     batch = bb.encode(RECORDS[:1])
     with pytest.raises(ValueError, match="keep ratio"):
         bb.select(batch, ratio, "random")
-
-
-def test_attention_fields_match_eager_attention_weights(bb):
-    batch = bb.encode(RECORDS)
-    features = bb.image_features(batch)
-    needs = frozenset({"last_query_attention", "key_states", "text_key_states", "hidden_states"})
-    inputs = bb.selection_inputs(batch, features, needs)
-    bb.model.set_attn_implementation("eager")
-    try:
-        with torch.no_grad():
-            out = bb.model(**batch.inputs, output_attentions=True)
-    finally:
-        bb.model.set_attn_implementation("sdpa")
-    # The tiny twin has one full-attention layer (index 3): its attention of the last token.
-    reference = out.attentions[0][:, :, -1, :].mean(1)
-    is_image = batch.inputs["input_ids"] == bb.model.config.image_token_id
-    for row, item in enumerate(inputs):
-        cols = is_image[row].nonzero().squeeze(1)
-        assert item.last_query_attention.shape == (features[row].shape[0],)
-        assert torch.allclose(item.last_query_attention, reference[row, cols], atol=1e-6, rtol=0)
-        assert item.key_states.shape[0] == features[row].shape[0]
-        n_text = int((batch.inputs["attention_mask"][row].bool() & ~is_image[row]).sum())
-        assert item.text_key_states.shape[0] == n_text
-    selection = bb.select(batch, 0.25, "fastv", floor=1)
-    assert [len(k) for k in selection.kept] == [4, 3]  # ceil(16 / 4), ceil(12 / 4)
-
-
-def test_encoder_attention_fields_and_hiprune(bb):
-    batch = bb.encode(RECORDS)
-    features = bb.image_features(batch)
-    needs = frozenset({"encoder_attention_object", "encoder_attention_output"})
-    inputs = bb.selection_inputs(batch, features, needs)
-    for item, feats in zip(inputs, features):
-        for signal in (item.encoder_attention_object, item.encoder_attention_output):
-            assert signal.shape == (feats.shape[0],) and (signal > 0).all()
-            # Each head's query rows sum to 1 over the image's patches; a merged token averages 4 patches.
-            assert torch.allclose(signal.sum(), torch.tensor(0.25), atol=1e-5)
-    selection = bb.select(batch, 0.5, "hiprune", floor=1)
-    assert [len(k) for k in selection.kept] == [8, 6]

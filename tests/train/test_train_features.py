@@ -7,26 +7,16 @@ from dataclasses import replace
 
 import pytest
 import torch
+from test_trainer import WORLD, backbone, tok  # noqa: F401  (fixtures)
 
 from ltopd.bench.suites.instruct import instruct_stream
-from ltopd.catalog import BENCHMARKS
 from ltopd.data.sources import world_config
 from ltopd.data.world import generate_task_item
-from ltopd.models.corpus import corpus
-from ltopd.models.tokenizer import build_tokenizer
-from ltopd.models.twins import twin_backbone
 from ltopd.train.families import make_trainer
 from ltopd.train.features import ImageFeatures, StudentFeatures, repeated
 from ltopd.train.methods import method_spec
 from ltopd.train.rollout import rollout, visual_token_ids
 from ltopd.train.trainer import TrainConfig
-
-WORLD = {"image_size": 128}
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return build_tokenizer(list(corpus(WORLD, 4, BENCHMARKS)), 600)
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +26,6 @@ def records():
     multi = next(instruct_stream(["muirbench"], 7, WORLD, 0))
     assert len(multi["images"]) > 1
     return [generate_task_item("color", 0, 5, cfg), multi, generate_task_item("exists", 1, 5, cfg)]
-
-
-def backbone(tok):
-    torch.manual_seed(0)
-    return twin_backbone("qwen35-tiny", tok, seed=0)
 
 
 def count_tower_passes(bb) -> list[int]:
