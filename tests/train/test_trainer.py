@@ -17,7 +17,7 @@ from ltopd.models.twins import twin_backbone
 from ltopd.train.families import make_trainer
 from ltopd.train.methods import TRAINED, MethodSpec, method_spec
 from ltopd.train.optim import build_optimizer, no_decay, set_lr
-from ltopd.train.response_logits import encode_responses, score
+from ltopd.train.response_logits import encode_responses, response_view, score
 from ltopd.train.rollout import rollout, trim
 from ltopd.train.trainer import DistillTrainer, TrainConfig
 
@@ -54,6 +54,22 @@ def test_response_logits_match_a_per_row_brute_force(tok, records) -> None:
             n = len(pos)
             assert got.mask[b].sum() == n and torch.equal(got.ids[b, -n:], ids)
             torch.testing.assert_close(got.logits[b, -n:], out.logits[0, pos - 1], atol=1e-4, rtol=1e-4)
+
+
+def test_response_logits_of_a_pruned_context_equal_the_full_logits_forward(tok, records) -> None:
+    """score() computes logits for the last width + 1 positions only; they equal the response
+    positions of a forward over the whole pruned sequence (labels from the pruned sequence)."""
+    bb = backbone(tok)
+    responses = ["red</answer>", "a longer answer</answer>", "b</answer>", "blue</answer>"]
+    batch, width = encode_responses(bb, records, responses)
+    selection = bb.select(batch, 0.25, "cdpruner", floor=1)
+    with torch.no_grad():
+        got = score(bb, batch, width, selection)
+        out, pruned = bb.forward(batch, selection, with_labels=True)
+        ref = response_view(out.logits, pruned.labels, width)
+    assert got.logits.shape == ref.logits.shape == (len(records), width, bb.model.config.text_config.vocab_size)
+    assert torch.equal(got.mask, ref.mask) and torch.equal(got.ids, ref.ids)
+    torch.testing.assert_close(got.logits, ref.logits, atol=1e-5, rtol=1e-5)
 
 
 def test_trim_keeps_the_stop_token_and_drops_padding() -> None:

@@ -48,9 +48,14 @@ def score(backbone: Backbone, batch: EncodedBatch, width: int, selection: Select
     """Response-token logits of ``backbone`` on ``batch`` with ``selection`` (None: every visual
     token). ``features``: the batch's post-merger features per image, already computed (from
     ltopd.train.features; None: the forward runs the vision tower). Gradients flow when grad is
-    enabled."""
-    out, pruned = backbone.forward(batch, selection, with_labels=True, features=features)
-    return response_view(out.logits, pruned.labels, width)
+    enabled.
+
+    Logits only where the loss reads them: the last ``width + 1`` positions (``logits_to_keep``),
+    and no model-side loss over the sequence. The responses end every row before pruning and
+    after it (only visual placeholders are dropped, all before the response), so the batch's own
+    labels mark the same response tokens in that window."""
+    out, _ = backbone.forward(batch, selection, features=features, logits_to_keep=width + 1)
+    return response_view(out.logits, batch.labels, width)
 
 
 @torch.no_grad()
