@@ -301,3 +301,9 @@ def test_bf16_logits_are_upcast_and_match_fp32():
     assert loss16.item() == pytest.approx(loss32.item(), rel=1e-5)
     loss16.backward()
     assert s16.grad.dtype == torch.bfloat16 and torch.isfinite(s16.grad.float()).all()
+
+
+def test_the_divergence_registry_is_the_objectives() -> None:
+    from ltopd.train.losses import DIVERGENCES, OBJECTIVES
+
+    assert tuple(DIVERGENCES) == OBJECTIVES

@@ -120,3 +120,13 @@ def test_overlong_penalty_piecewise():
 def test_dynamic_sampling_drops_constant_groups():
     rewards = torch.tensor([[1.0, 1.0, 1.0], [0.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
     assert dynamic_sampling_keep(rewards).tolist() == [False, True, False]
+
+
+def test_the_policy_loss_registry_covers_every_rl_method() -> None:
+    from ltopd.train import methods
+    from ltopd.train.rl import POLICY_LOSSES, RLParams
+
+    assert set(POLICY_LOSSES) == set(methods.POLICY_LOSSES)
+    p = RLParams()
+    assert POLICY_LOSSES["grpo"].clip_range(p) == (p.clip, p.clip)
+    assert [n for n, spec in POLICY_LOSSES.items() if spec.token_mean or spec.dynamic_sampling] == ["dapo"]

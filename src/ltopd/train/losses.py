@@ -8,6 +8,7 @@ and return one value per token. Aggregation is a separate step. Mixture conventi
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -15,7 +16,7 @@ from torch import Tensor
 
 from ltopd.train.support import DEFAULT_CHUNK, build_support
 
-OBJECTIVES = ("jsd", "forward_kl", "reverse_kl")
+OBJECTIVES = ("jsd", "forward_kl", "reverse_kl")  # the registry below, by name (methods.py validates with it)
 LOG_RATIO_CLAMP = 20.0
 IMPORTANCE_CAP = 2.0
 
@@ -117,6 +118,14 @@ def epic_loss(
     return alpha * tau**2 * distill + (1.0 - alpha) * token_ce(student_logits, labels, answer_mask)
 
 
+# objective -> per-token divergence on the support: (student_logp, teacher_logp, slot_mask, alpha)
+DIVERGENCES: dict[str, Callable[[Tensor, Tensor, Tensor, float], Tensor]] = {
+    "jsd": generalized_jsd,
+    "forward_kl": lambda student, teacher, slots, _alpha: forward_kl(student, teacher, slots),
+    "reverse_kl": lambda student, teacher, slots, _alpha: reverse_kl(student, teacher, slots),
+}
+
+
 def distill_loss(
     student_logits: Tensor,
     teacher_logits: Tensor,
@@ -143,12 +152,7 @@ def distill_loss(
     if bool(bad.any()):
         raise ValueError("sampled_ids out of vocabulary range at valid (masked-in) positions")
     sup = build_support(student_logits, teacher_logits, sampled_ids, top_k=top_k, chunk=chunk)
-    if objective == "forward_kl":
-        per_token = forward_kl(sup.student_logp, sup.teacher_logp, sup.slot_mask)
-    elif objective == "reverse_kl":
-        per_token = reverse_kl(sup.student_logp, sup.teacher_logp, sup.slot_mask)
-    else:
-        per_token = generalized_jsd(sup.student_logp, sup.teacher_logp, sup.slot_mask, alpha)
+    per_token = DIVERGENCES[objective](sup.student_logp, sup.teacher_logp, sup.slot_mask, alpha)
     stats: dict[str, float] = {}
     if old_logp is not None:
         weight = importance_weight(sup.sampled_logp, old_logp)

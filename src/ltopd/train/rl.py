@@ -12,7 +12,7 @@ No KL term (none of the three uses one here; implementation-facts.md).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,13 +61,35 @@ class Group:
     correct: torch.Tensor  # (G,) 0/1
 
 
+@dataclass(frozen=True)
+class PolicyLoss:
+    """What tells GRPO, GSPO and DAPO apart (the rest of the trainer is shared): the loss (pure,
+    ltopd.train.rl_losses), its clip range, and DAPO's three changes."""
+
+    loss: Callable[[RLParams, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+    clip_range: Callable[[RLParams], tuple[float, float]]
+    token_mean: bool = False  # mean over every token of the mini-batch (else per sequence, then over sequences)
+    dynamic_sampling: bool = False  # re-roll groups whose answers all agree, then drop those still uniform
+    overlong_penalty: bool = False  # the soft penalty on answers cut off at the length cap
+
+
+POLICY_LOSSES: dict[str, PolicyLoss] = {
+    "grpo": PolicyLoss(
+        lambda p, logp, old, adv, mask: rl_losses.grpo_loss(logp, old, adv, mask, clip=p.clip, dual_clip=p.dual_clip),
+        lambda p: (p.clip, p.clip)),
+    "gspo": PolicyLoss(
+        lambda p, logp, old, adv, mask: rl_losses.gspo_loss(logp, old, adv, mask, *p.gspo_clip),
+        lambda p: p.gspo_clip),
+    "dapo": PolicyLoss(
+        lambda p, logp, old, adv, mask: rl_losses.dapo_loss(logp, old, adv, mask, *p.dapo_clip,
+                                                            dual_clip=p.dual_clip),
+        lambda p: p.dapo_clip, token_mean=True, dynamic_sampling=True, overlong_penalty=True),
+}
+
+
 def policy_loss(name: str, p: RLParams, logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor,
                 mask: torch.Tensor) -> torch.Tensor:
-    if name == "grpo":
-        return rl_losses.grpo_loss(logp, old_logp, adv, mask, clip=p.clip, dual_clip=p.dual_clip)
-    if name == "gspo":
-        return rl_losses.gspo_loss(logp, old_logp, adv, mask, *p.gspo_clip)
-    return rl_losses.dapo_loss(logp, old_logp, adv, mask, *p.dapo_clip, dual_clip=p.dual_clip)
+    return POLICY_LOSSES[name].loss(p, logp, old_logp, adv, mask)
 
 
 class RLTrainer(Trainer):
@@ -91,7 +113,8 @@ class RLTrainer(Trainer):
     def _rewards(self, groups: Sequence[Group]) -> torch.Tensor:
         """(Q, G) rewards: correctness, plus DAPO's soft overlong penalty."""
         rewards = torch.stack([g.correct for g in groups]).float()
-        if self.method.policy_loss == "dapo":  # lengths without the stop token: only a cut-off answer reaches the cap
+        if POLICY_LOSSES[self.method.policy_loss].overlong_penalty:
+            # lengths without the stop token: only a cut-off answer reaches the cap
             stop = set(self.student.stop_token_ids())
             lengths = torch.tensor([[len(r) - (r[-1] in stop) for r in g.responses] for g in groups])
             rewards = rewards + rl_losses.overlong_penalty(lengths, self.cfg.max_new_tokens, self.rl.overlong_cache)
@@ -110,7 +133,7 @@ class RLTrainer(Trainer):
         groups = self._groups(records, ratio, seed, features)
         reward_mean = float(torch.stack([g.correct for g in groups]).float().mean())
         resampled, spare = 0, groups[0]
-        if name == "dapo":  # dynamic sampling: re-roll groups whose answers all agree, then drop them
+        if POLICY_LOSSES[name].dynamic_sampling:  # re-roll groups whose answers all agree, then drop them
             for round_ in range(1, self.rl.resample_rounds + 1):
                 flat = [i for i, g in enumerate(groups) if g.correct.min() == g.correct.max()]
                 if not flat:
@@ -196,7 +219,7 @@ class RLTrainer(Trainer):
             for j in range(logp.shape[0]):
                 old_part[j, mask[j]] = old[part.start + j].to(logp.device)
             loss = policy_loss(name, self.rl, logp, old_part, adv[part].to(logp.device), mask)
-            weight = sum(lengths[part]) / tokens if name == "dapo" else (part.stop - part.start) / rows
+            weight = sum(lengths[part]) / tokens if POLICY_LOSSES[name].token_mean else (part.stop - part.start) / rows
             self.accelerator.backward(loss * weight * scale)
             total += float(loss.detach()) * weight
             ratio = torch.exp(logp.detach() - old_part)[mask]
@@ -205,5 +228,4 @@ class RLTrainer(Trainer):
         return total, clipped / max(counted, 1)
 
     def _clip_range(self) -> tuple[float, float]:
-        name = self.method.policy_loss
-        return {"grpo": (self.rl.clip, self.rl.clip), "gspo": self.rl.gspo_clip, "dapo": self.rl.dapo_clip}[name]
+        return POLICY_LOSSES[self.method.policy_loss].clip_range(self.rl)
