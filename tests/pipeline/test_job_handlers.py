@@ -1,0 +1,82 @@
+"""Every job handler of ltopd.pipeline on tiny inputs, through the CLI as a rule runs it (the
+other handlers have theirs beside their library: table -> tests/report, evaluate-group ->
+test_grouped_evaluation.py, release-twin -> tests/models/test_release.py, study/figure4/figure1
+-> tests/report/test_studies.py, table5 -> tests/efficiency, score/validate -> test_cli.py):
+LT-14K, the tokenizer, a twin, a benchmark's records, a student, dvc.yaml and the MLflow relocation
+chain into each other, each writing what its rule declares and one MLflow run."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import mlflow
+import pytest
+import yaml
+
+from ltopd.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A smoke profile shrunk to seconds, with its MLflow store and outputs in a temporary folder."""
+    tmp = tmp_path_factory.mktemp("jobs")
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg = copy.deepcopy(cfg)
+    cfg["out_root"] = str(tmp / "run")
+    cfg["mlflow"] = {"tracking_uri": f"sqlite:///{tmp}/mlruns.db", "experiment": "jobs",
+                     "artifact_root": str(tmp / "art")}
+    cfg["lt14k"].update(scale=0.001, num_batches=7, batch_size=2)
+    cfg["pretrain"]["heldout"].update(n=4, batch_size=4)
+    cfg["evaluation"]["benchmarks"] = {"pope": {"n": 6}, "vstar": {"n": 4}}
+    cfg["grid"].update(backbones=["qwen35-tiny"], benchmarks=["pope", "vstar"])
+    cfg.pop("studies", None)
+    cfg.pop("efficiency", None)
+    profile = tmp / "profile.yaml"
+    profile.write_text(yaml.safe_dump(cfg))
+    return tmp, str(profile), cfg
+
+
+def _runs(cfg: dict, rule: str) -> list:
+    client = mlflow.MlflowClient(cfg["mlflow"]["tracking_uri"])
+    exp = client.get_experiment_by_name(cfg["mlflow"]["experiment"])
+    return client.search_runs([exp.experiment_id], f"tags.rule = '{rule}'")
+
+
+def test_the_data_twin_and_training_jobs_chain(run) -> None:
+    tmp, profile, cfg = run
+    lt, tok, twin, bench, student = (tmp / d for d in ("lt14k", "tokenizer", "twin", "pope", "student"))
+    assert main(["build-lt14k", "--config", profile, "--out", str(lt), "--metrics", str(tmp / "lt.json")]) == 0
+    manifest = json.loads((lt / "manifest.json").read_text())
+    assert manifest["num_questions"] == 14 and json.loads((tmp / "lt.json").read_text())["num_questions"] == 14
+
+    assert main(["build-tokenizer", "--config", profile, "--out", str(tok)]) == 0
+    assert (tok / "tokenizer.json").is_file()
+
+    assert main(["pretrain-twin", "--config", profile, "--backbone", "qwen35-tiny", "--tokenizer", str(tok),
+                 "--out", str(twin), "--metrics", str(tmp / "twin.json")]) == 0
+    assert (twin / "model.safetensors").is_file()
+    assert json.loads((tmp / "twin.json").read_text())["steps"] == 4  # the smoke profile's 2 + 2 updates
+
+    assert main(["build-bench", "--config", profile, "--benchmark", "pope", "--seed", "0", "--out", str(bench)]) == 0
+    assert (bench / "dataset_info.json").is_file()
+
+    assert main(["train", "--config", profile, "--backbone", "qwen35-tiny", "--model", str(twin), "--data", str(lt),
+                 "--method", "ltopd", "--budget", "0.05", "--seed", "0", "--checkpoints", str(tmp / "ckpt"),
+                 "--out", str(student), "--metrics", str(tmp / "train.json")]) == 0
+    assert (student / "model.safetensors").is_file()
+    assert json.loads((tmp / "train.json").read_text())["updates"] == 2
+
+    for rule in ("build-lt14k", "build-tokenizer", "pretrain-twin", "build-bench", "train"):
+        assert len(_runs(cfg, rule)) == 1, rule
+
+
+def test_dvc_yaml_and_mlflow_relocate(run, capsys) -> None:
+    tmp, profile, cfg = run
+    out = tmp / "dvc.yaml"
+    assert main(["dvc-yaml", "--config", profile, "--out", str(out)]) == 0
+    assert {"lt14k", "twins", "table2"} <= set(yaml.safe_load(out.read_text())["stages"])
+    assert main(["mlflow-relocate", "--config", profile]) == 0
+    assert "runs now read artifacts from" in capsys.readouterr().out
