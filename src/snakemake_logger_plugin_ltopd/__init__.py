@@ -16,7 +16,7 @@ from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 from snakemake_interface_logger_plugins.settings import LogHandlerSettingsBase
 
-from ltopd.pipeline.progress import Eta, describe_job, duration
+from ltopd.pipeline.eta import Eta, describe_job, duration
 
 
 @dataclass

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from ltopd.pipeline.progress import Eta, describe_job, duration, kind
+from ltopd.pipeline.eta import Eta, describe_job, duration, kind
 
 
 def test_eta_weighs_jobs_by_kind_and_parallelism():
