@@ -41,8 +41,9 @@ class LogHandler(LogHandlerBase):
             self.eta.plan({k: int(v) for k, v in record.stats.items() if k != "total"}, now)
             self._print(f"ltopd: {sum(self.eta.planned.values())} jobs to run")
         elif event == LogEvent.JOB_INFO:
-            self.started[record.jobid] = (record.rule_name,
-                                          describe_job(record.rule_name, record.wildcards or {}, record.rule_msg), now)
+            label = describe_job(record.rule_name, record.wildcards or {}, record.rule_msg,
+                                 getattr(record, "output", None) or ())
+            self.started[record.jobid] = (record.rule_name, label, now)
         elif event == LogEvent.JOB_FINISHED and record.job_id in self.started:
             rule, label, start = self.started.pop(record.job_id)
             self.eta.finished(rule, now - start, now)

@@ -30,6 +30,11 @@ def test_labels_and_durations():
     assert describe_job("train", {"backbone": "b", "method": "ltopd", "seed": "0"}) == "train b ltopd seed=0"
     assert describe_job("evaluate_b_full_s0", {}, "evaluate b full seed 0") == "evaluate b full seed 0"
     assert [duration(s) for s in (7, 185, 3720)] == ["7s", "3m05s", "1h02m"]
+    outputs = [f"results/eval/qwen35-tiny/dart/{b}/{bench}/seed0/{f}" for b in ("0.05", "0.1")
+               for bench in ("gqa", "mme", "pope") for f in ("metrics.json", "predictions.jsonl")]
+    assert describe_job("evaluate_qwen35_tiny_dart_s0", {}, None, outputs) == (
+        "evaluate qwen35-tiny dart seed 0: 2 budgets x 3 benchmarks (6 settings)")
+    assert describe_job("evaluate_x", {}, None, ["results/table2.csv"]) == "evaluate_x"
 
 
 def test_snakemake_logger_plugin_prints_one_line_per_job(tmp_path):

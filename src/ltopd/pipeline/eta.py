@@ -7,7 +7,8 @@ per wall second), so a run of many cheap jobs and a few long trainings is not av
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 
 def kind(rule: str) -> str:
@@ -15,12 +16,36 @@ def kind(rule: str) -> str:
     return "evaluate" if rule.startswith("evaluate_") else rule
 
 
-def describe_job(rule: str, wildcards: Mapping[str, object], message: str | None = None) -> str:
-    """"train qwen35-tiny ltopd seed=0": the rule's message if it has one, else rule and wildcards."""
+def describe_job(rule: str, wildcards: Mapping[str, object], message: str | None = None,
+                 outputs: Sequence[str] = ()) -> str:
+    """"train qwen35-tiny ltopd seed=0": the rule's message if it has one; an evaluation group
+    described by its outputs; else rule and wildcards."""
     if message:
         return message
+    if kind(rule) == "evaluate" and (group := describe_group(outputs)):
+        return group
     parts = [f"{k}={v}" if k == "seed" else str(v) for k, v in wildcards.items()]
     return " ".join([rule, *parts])
+
+
+def describe_group(outputs: Sequence[str]) -> str | None:
+    """"evaluate qwen35-tiny dart seed 0: 4 budgets x 9 benchmarks (36 settings)" from an
+    evaluation group's outputs (.../eval/<backbone>/<method>/<budget>/<benchmark>/seed<k>/...);
+    None when they are not one model's evaluations."""
+    settings = set()
+    for path in outputs:
+        parts = Path(path).parts
+        if "eval" in parts and len(parts) > parts.index("eval") + 5:
+            i = parts.index("eval")
+            settings.add(parts[i + 1:i + 6])
+    models = {(bb, method, seed) for bb, method, _, _, seed in settings}
+    if len(models) != 1:
+        return None
+    (backbone, method, seed), = models
+    budgets, benchmarks = {s[2] for s in settings}, {s[3] for s in settings}
+    plural = "budget" if len(budgets) == 1 else "budgets"
+    return (f"evaluate {backbone} {method} seed {seed.removeprefix('seed')}: {len(budgets)} {plural} x "
+            f"{len(benchmarks)} benchmarks ({len(settings)} settings)")
 
 
 def duration(seconds: float) -> str:
