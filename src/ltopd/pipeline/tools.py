@@ -104,7 +104,8 @@ def score(args: argparse.Namespace) -> int:
         records = [{**reference.get(p["id"], {}), **p} for p in preds]
         metrics = score(args.benchmark, records)
     except (OSError, ValueError) as e:  # JsonlError is a ValueError
-        print(f"ltopd score: {getattr(e, 'strerror', None) and f'{e.filename}: {e.strerror}' or e}", file=sys.stderr)
+        reason = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename else str(e)
+        print(f"ltopd score: {reason}", file=sys.stderr)
         return 2
     print(json.dumps(metrics, indent=2, sort_keys=True))
     return 0
