@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 from PIL import Image
+from test_families import _reference_inputs, _reference_logits  # the hand-built references, every family
 
 from ltopd.models.hook import Selection, check_ratio, prune_sequence
 from ltopd.models.tokenizer import build_tokenizer
@@ -42,44 +43,6 @@ def _every_other(n: int) -> torch.Tensor:
 def _fixed(bb, batch, pick) -> Selection:
     sizes = [f.shape[0] for f in bb.image_features(batch)]
     return Selection(tuple(pick(n) for n in sizes), tuple(sizes))
-
-
-def _reference_inputs(bb, record, selection):
-    """Pruned single-sample inputs built by hand from lists (independent of prune_sequence)."""
-    batch = bb.encode([record])
-    ids = batch.inputs["input_ids"][0].tolist()
-    pos, _ = bb.model.model.get_rope_index(
-        batch.inputs["input_ids"], batch.inputs["mm_token_type_ids"], batch.inputs["image_grid_thw"]
-    )
-    image_id = bb.model.config.image_token_id
-    kept_sets = [set(k.tolist()) for k in selection.kept]
-    keep_cols, image_index, token_index = [], 0, 0
-    for col, tok in enumerate(ids):
-        if tok != image_id:
-            keep_cols.append(col)
-            continue
-        if token_index in kept_sets[image_index]:
-            keep_cols.append(col)
-        token_index += 1
-        if token_index == selection.n_tokens[image_index]:
-            image_index, token_index = image_index + 1, 0
-    feats = selection.apply(bb.image_features(batch))
-    embeds = bb.model.get_input_embeddings()(torch.tensor([ids[c] for c in keep_cols])).clone()
-    image_rows = [i for i, c in enumerate(keep_cols) if ids[c] == image_id]
-    embeds[image_rows] = torch.cat(feats)
-    rope = pos[:, 0, keep_cols]
-    return embeds, rope, int(pos.max()), batch
-
-
-def _reference_logits(bb, embeds, rope, extra_ids, next_pos):
-    """Logits of a no-cache forward on [pruned prompt + extra_ids] with hand-built positions."""
-    extra = torch.tensor(extra_ids, dtype=torch.long)
-    full = torch.cat([embeds, bb.model.get_input_embeddings()(extra)]).unsqueeze(0)
-    extra_pos = (next_pos + torch.arange(len(extra_ids))).view(1, -1).expand(3, -1)
-    rope_all = torch.cat([rope, extra_pos], dim=1).unsqueeze(1)
-    text_row = torch.arange(full.shape[1]).view(1, 1, -1)
-    position_ids = torch.cat([text_row, rope_all], dim=0)
-    return bb.model(inputs_embeds=full, position_ids=position_ids).logits[0]
 
 
 def test_prune_sequence_hand_example():
@@ -120,7 +83,7 @@ def test_two_images_keep_per_image_budgets(bb):
     assert [len(k) for k in selection.kept] == [16, 4]
     with torch.no_grad():
         out, pruned = bb.forward(batch, selection)
-        embeds, rope, _, _ = _reference_inputs(bb, record, selection)
+        embeds, rope, _ = _reference_inputs(bb, record, selection)
         ref = _reference_logits(bb, embeds, rope, [], 0)
     image_id = bb.model.config.image_token_id
     assert int((pruned.input_ids == image_id).sum()) == 20

@@ -85,12 +85,11 @@ class EpicTrainer(Trainer):
         batch, width = encode_responses(self.student, recs, responses)
         # one tower pass for both selections and both views
         features = self.student.image_features(batch) if cfg.share_features else None
-        with torch.no_grad():
-            fixed = None if features is None else [f.detach() for f in features]
-            student_sel = self.student.select(batch, ratio, cfg.selector, cfg.floor, seed, fixed)
+        with torch.no_grad():  # the teacher view reads the same features without building a graph
+            student_sel = self.student.select(batch, ratio, cfg.selector, cfg.floor, seed, features)
             teacher_sel = (None if teacher_ratio >= 1.0 else
-                           self.student.select(batch, teacher_ratio, cfg.selector, cfg.floor, seed, fixed))
-            teacher = score(self.student, batch, width, teacher_sel, fixed).logits
+                           self.student.select(batch, teacher_ratio, cfg.selector, cfg.floor, seed, features))
+            teacher = score(self.student, batch, width, teacher_sel, features).logits
         ta = time.perf_counter()
         student = score(self.student, batch, width, student_sel, features)
         loss = epic_loss(student.logits, teacher, student.ids, student.mask, alpha=self.epic.alpha, tau=self.epic.tau)
