@@ -213,6 +213,9 @@ def _stage_problems(key: str, stages: list[dict[str, Any]], base_world: dict[str
             out.append(f"{key}.{i}.bench: {unknown} unknown; allowed values: {list(BENCHMARKS)}")
         if bad:
             out.append(f"{key}.{i}.tasks: {bad} unknown; allowed values: {sorted(TASKS)}")
+        if stage.get("objective") == "dense" and (stage.get("bench") or not stage.get("tasks")):
+            out.append(f"{key}.{i}: a dense stage trains on world `tasks` items (their scenes label the tokens), "
+                       "not `bench`")
         world = {**base_world, **stage.get("world", {})}
         problems = _world_problems(world)
         out += [f"{key}.{i}.{p}" for p in problems]

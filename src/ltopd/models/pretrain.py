@@ -21,9 +21,11 @@ import torch
 
 from ltopd.data.world import WorldConfig, generate_task_item
 from ltopd.models.backbone import Backbone
+from ltopd.models.dense_vision import DenseHeads, dense_loss
 from ltopd.models.prompt import build_target
 
 GROUPS = ("lm", "merger", "vision")
+DENSE_HEADS = "dense_heads"  # the optimizer group of a dense stage's throwaway heads (the vision lr)
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,15 @@ class Stage:
     lr_merger: float = 2e-3
     lr_vision: float = 2e-3
     final_lr_ratio: float = 1.0  # < 1: cosine decay over the stage down to this fraction
+    objective: str = "answer"  # "answer": the record's answer after its prompt; "dense": ltopd.models.dense_vision
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"stage {self.name!r}: objective {self.objective!r}; allowed values: {sorted(OBJECTIVES)}")
 
     def lr(self, group: str) -> float:
-        return {"lm": self.lr_lm, "merger": self.lr_merger, "vision": self.lr_vision}[group]
+        lrs = {"lm": self.lr_lm, "merger": self.lr_merger, "vision": self.lr_vision, DENSE_HEADS: self.lr_vision}
+        return lrs[group]
 
     def decay(self, step_in_stage: int) -> float:
         """Multiplier of the stage's learning rates at its 0-based update `step_in_stage`."""
@@ -109,6 +117,24 @@ def parameter_groups(model: torch.nn.Module) -> dict[str, list[torch.nn.Paramete
         else:
             groups["lm"].append(param)
     return groups
+
+
+def _answer_objective(backbone: Backbone, records: Sequence[dict], config: PretrainConfig,
+                      heads: DenseHeads | None) -> torch.Tensor:
+    return accumulate_loss(backbone, records, config.target_field)
+
+
+def _dense_objective(backbone: Backbone, records: Sequence[dict], config: PretrainConfig,
+                     heads: DenseHeads | None) -> torch.Tensor:
+    assert heads is not None  # pretrain() builds them whenever a stage is dense
+    return dense_loss(backbone, records, heads)
+
+
+# What a stage trains: each objective back-propagates its batch loss and returns it (detached).
+OBJECTIVES: dict[str, Callable[[Backbone, Sequence[dict], PretrainConfig, DenseHeads | None], torch.Tensor]] = {
+    "answer": _answer_objective,
+    "dense": _dense_objective,
+}
 
 
 def warmup_factor(step: int, warmup_steps: int) -> float:
@@ -179,19 +205,24 @@ def accumulate_loss(backbone: Backbone, records: Sequence[dict], target_field: s
 STATE_FILE = "pretrain_state.pt"
 
 
-def _save_state(state_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, metrics: PretrainMetrics) -> None:
+def _save_state(state_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, metrics: PretrainMetrics,
+                heads: DenseHeads | None = None) -> None:
     """Weights, optimiser and learning curve after `metrics.steps` updates (temp file, then rename)."""
     state_dir.mkdir(parents=True, exist_ok=True)
     tmp = state_dir / f".{STATE_FILE}.tmp"
+    extra = {} if heads is None else {DENSE_HEADS: heads.state_dict()}
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "steps": metrics.steps,
                 "samples": metrics.samples, "losses": metrics.losses, "wall_s": metrics.wall_s,
-                "stage_final_loss": metrics.stage_final_loss}, tmp)
+                "stage_final_loss": metrics.stage_final_loss, **extra}, tmp)
     tmp.replace(state_dir / STATE_FILE)
 
 
-def _load_state(state_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, metrics: PretrainMetrics) -> None:
+def _load_state(state_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, metrics: PretrainMetrics,
+                heads: DenseHeads | None = None) -> None:
     state = torch.load(state_dir / STATE_FILE, map_location="cpu", weights_only=False)
     model.load_state_dict(state["model"])
+    if heads is not None:
+        heads.load_state_dict(state[DENSE_HEADS])
     opt.load_state_dict(state["optimizer"])
     metrics.steps, metrics.samples, metrics.losses = state["steps"], state["samples"], list(state["losses"])
     metrics.wall_s, metrics.stage_final_loss = state["wall_s"], dict(state["stage_final_loss"])
@@ -231,14 +262,17 @@ def pretrain(
     model = backbone.model
     torch.manual_seed(config.seed)
     groups = parameter_groups(model)
-    opt = torch.optim.AdamW(
-        [{"params": groups[g], "name": g, "lr": 0.0} for g in GROUPS if groups[g]],
-        weight_decay=config.weight_decay,
-    )
+    param_groups = [{"params": groups[g], "name": g, "lr": 0.0} for g in GROUPS if groups[g]]
+    heads = None
+    if any(s.objective == "dense" for s in config.stages):  # built only then: other recipes' RNG stream is unchanged
+        heads = DenseHeads(model.get_input_embeddings().embedding_dim).to(model.device)
+        param_groups.append({"params": list(heads.parameters()), "name": DENSE_HEADS, "lr": 0.0})
+    clipped = list(model.parameters()) + (list(heads.parameters()) if heads is not None else [])
+    opt = torch.optim.AdamW(param_groups, weight_decay=config.weight_decay)
     metrics = PretrainMetrics()
     state_path = Path(state_dir) if state_dir is not None else None
     if state_path is not None and (state_path / STATE_FILE).is_file():
-        _load_state(state_path, model, opt, metrics)
+        _load_state(state_path, model, opt, metrics, heads)
     streams = _streams(items, config.stages, _consumed(config.stages, metrics.steps, config.batch_size))
     total = sum(s.steps for s in config.stages)
     last = total if stop_after is None else min(total, stop_after)
@@ -255,8 +289,8 @@ def pretrain(
                     g["lr"] = stage.lr(g["name"]) * factor
                 records = _take(streams[stage.name], config.batch_size, stage.name)
                 opt.zero_grad(set_to_none=True)
-                loss = accumulate_loss(backbone, records, config.target_field)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+                loss = OBJECTIVES[stage.objective](backbone, records, config, heads)
+                torch.nn.utils.clip_grad_norm_(clipped, config.grad_clip)
                 opt.step()
                 metrics.steps += 1
                 metrics.samples += len(records)
@@ -268,12 +302,12 @@ def pretrain(
                                     {g["name"]: g["lr"] for g in opt.param_groups}, metrics.samples,
                                     metrics.wall_s))
                 if state_path is not None and checkpoint_every and metrics.steps % checkpoint_every == 0:
-                    _save_state(state_path, model, opt, metrics)
+                    _save_state(state_path, model, opt, metrics, heads)
     finally:
         model.train(was_training)
     metrics.wall_s = time.perf_counter() - start
     if state_path is not None:
-        _save_state(state_path, model, opt, metrics)
+        _save_state(state_path, model, opt, metrics, heads)
     return metrics
 
 

@@ -30,7 +30,7 @@ def pretrain_config(pt: dict[str, Any], lr_scale: float = 1.0) -> PretrainConfig
     stages = tuple(
         Stage(s["name"], s["steps"], lr_lm=lr_scale * s.get("lr_lm", s["lr"]),
               lr_merger=lr_scale * s.get("lr_merger", s["lr"]), lr_vision=lr_scale * s.get("lr_vision", s["lr"]),
-              final_lr_ratio=s.get("final_lr_ratio", 1.0))
+              final_lr_ratio=s.get("final_lr_ratio", 1.0), objective=s.get("objective", "answer"))
         for s in pt["stages"])
     return PretrainConfig(stages=stages, batch_size=pt["batch_size"], seed=pt["seed"], warmup_steps=pt["warmup_steps"])
 
