@@ -194,6 +194,25 @@ def test_a_stopped_run_resumes_to_the_uninterrupted_weights(tok, records, tmp_pa
         torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
+def test_a_state_saved_by_another_recipe_is_not_resumed(tok, records, tmp_path, capsys):
+    cfg = PretrainConfig(stages=(Stage("a", 2),), batch_size=2, seed=5, warmup_steps=1)
+    fresh = pretrain(make_backbone(tok, seed=1), itertools.cycle(records), cfg)
+    pretrain(make_backbone(tok, seed=1), itertools.cycle(records), cfg, state_dir=tmp_path, recipe={"world": "old"})
+    # Same config, another recipe: a full run from scratch (same losses as a fresh run), and a
+    # message naming the state file.
+    other = pretrain(make_backbone(tok, seed=1), itertools.cycle(records), cfg, state_dir=tmp_path,
+                     recipe={"world": "new"})
+    assert other.steps == 2 and other.losses == fresh.losses
+    assert "pretrain_state.pt was saved by another recipe" in capsys.readouterr().err
+    # The same recipe resumes (nothing left to train: the curve comes from the state).
+    again = pretrain(make_backbone(tok, seed=1), iter(()), cfg, state_dir=tmp_path, recipe={"world": "new"})
+    assert again.losses == fresh.losses
+    # A changed config (another stage length) is another recipe too.
+    longer = PretrainConfig(stages=(Stage("a", 3),), batch_size=2, seed=5, warmup_steps=1)
+    assert pretrain(make_backbone(tok, seed=1), itertools.cycle(records), longer, state_dir=tmp_path,
+                    recipe={"world": "new"}).steps == 3
+
+
 def test_stage_sources_interleave_world_tasks_and_benchmark_items():
     from ltopd.models.twin_job import interleave, stage_sources
 

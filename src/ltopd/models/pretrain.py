@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -206,26 +207,34 @@ STATE_FILE = "pretrain_state.pt"
 
 
 def _save_state(state_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, metrics: PretrainMetrics,
-                heads: DenseHeads | None = None) -> None:
-    """Weights, optimiser and learning curve after `metrics.steps` updates (temp file, then rename)."""
+                heads: DenseHeads | None, recipe: Any) -> None:
+    """Weights, optimiser and learning curve after `metrics.steps` updates, with the recipe that
+    made them (temp file, then rename)."""
     state_dir.mkdir(parents=True, exist_ok=True)
     tmp = state_dir / f".{STATE_FILE}.tmp"
     extra = {} if heads is None else {DENSE_HEADS: heads.state_dict()}
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "steps": metrics.steps,
                 "samples": metrics.samples, "losses": metrics.losses, "wall_s": metrics.wall_s,
-                "stage_final_loss": metrics.stage_final_loss, **extra}, tmp)
+                "stage_final_loss": metrics.stage_final_loss, "recipe": recipe, **extra}, tmp)
     tmp.replace(state_dir / STATE_FILE)
 
 
 def _load_state(state_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, metrics: PretrainMetrics,
-                heads: DenseHeads | None = None) -> None:
+                heads: DenseHeads | None, recipe: Any) -> bool:
+    """Resume from the saved state when the same recipe saved it; False (nothing loaded) when
+    another recipe did: its weights would silently continue a different run."""
     state = torch.load(state_dir / STATE_FILE, map_location="cpu", weights_only=False)
+    if state.get("recipe") != recipe:
+        print(f"pretrain: {state_dir / STATE_FILE} was saved by another recipe; starting from scratch "
+              "(it is overwritten at the first checkpoint)", file=sys.stderr)
+        return False
     model.load_state_dict(state["model"])
     if heads is not None:
         heads.load_state_dict(state[DENSE_HEADS])
     opt.load_state_dict(state["optimizer"])
     metrics.steps, metrics.samples, metrics.losses = state["steps"], state["samples"], list(state["losses"])
     metrics.wall_s, metrics.stage_final_loss = state["wall_s"], dict(state["stage_final_loss"])
+    return True
 
 
 def _consumed(stages: Sequence[Stage], steps: int, batch_size: int) -> dict[str, int]:
@@ -246,6 +255,7 @@ def pretrain(
     state_dir: str | Path | None = None,
     checkpoint_every: int = 0,
     stop_after: int | None = None,
+    recipe: Any = None,
 ) -> PretrainMetrics:
     """Train `backbone.model` in place on the stages of `config`; returns the learning curve.
 
@@ -256,8 +266,11 @@ def pretrain(
 
     With `state_dir`, a state saved there resumes the run where it stopped (same items, same
     learning rates: the result equals an uninterrupted run), and the state is saved every
-    `checkpoint_every` updates and at the end. `stop_after` ends the call after that many
-    updates of the whole run (a run split over several calls).
+    `checkpoint_every` updates and at the end. `recipe` (anything picklable and comparable:
+    what determines the item streams beyond `config`, e.g. the profile's stages and world) is
+    saved with the state; a state saved under another recipe or config is not resumed.
+    `stop_after` ends the call after that many updates of the whole run (a run split over
+    several calls).
     """
     model = backbone.model
     torch.manual_seed(config.seed)
@@ -270,9 +283,10 @@ def pretrain(
     clipped = list(model.parameters()) + (list(heads.parameters()) if heads is not None else [])
     opt = torch.optim.AdamW(param_groups, weight_decay=config.weight_decay)
     metrics = PretrainMetrics()
+    fingerprint = {"config": repr(config), "recipe": recipe}
     state_path = Path(state_dir) if state_dir is not None else None
     if state_path is not None and (state_path / STATE_FILE).is_file():
-        _load_state(state_path, model, opt, metrics, heads)
+        _load_state(state_path, model, opt, metrics, heads, fingerprint)
     streams = _streams(items, config.stages, _consumed(config.stages, metrics.steps, config.batch_size))
     total = sum(s.steps for s in config.stages)
     last = total if stop_after is None else min(total, stop_after)
@@ -302,12 +316,12 @@ def pretrain(
                                     {g["name"]: g["lr"] for g in opt.param_groups}, metrics.samples,
                                     metrics.wall_s))
                 if state_path is not None and checkpoint_every and metrics.steps % checkpoint_every == 0:
-                    _save_state(state_path, model, opt, metrics, heads)
+                    _save_state(state_path, model, opt, metrics, heads, fingerprint)
     finally:
         model.train(was_training)
     metrics.wall_s = time.perf_counter() - start
     if state_path is not None:
-        _save_state(state_path, model, opt, metrics, heads)
+        _save_state(state_path, model, opt, metrics, heads, fingerprint)
     return metrics
 
 

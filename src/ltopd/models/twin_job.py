@@ -94,8 +94,10 @@ def run(twin: str, tokenizer, pt: dict[str, Any], world: dict[str, Any], floor: 
     """Build the twin from its config, pretrain it (resuming from `state_dir` when it holds a
     saved state), probe it; return (backbone, metrics)."""
     backbone = twin_backbone(twin, tokenizer, seed=pt["seed"])
+    recipe = {"twin": twin, "stages": pt["stages"], "seed": pt["seed"], "world": world,
+              "tokenizer": pt.get("tokenizer")}
     curve = pretrain(backbone, stage_sources(pt, world), pretrain_config(pt, lr_scale), on_step=on_step,
-                     state_dir=state_dir, checkpoint_every=checkpoint_every)
+                     state_dir=state_dir, checkpoint_every=checkpoint_every, recipe=recipe)
     metrics = {**summarize(curve), **probe(backbone, heldout_records(pt, world), pt["heldout"], floor, progress)}
     metrics["parameters"] = sum(p.numel() for p in backbone.model.parameters())
     return backbone, metrics
