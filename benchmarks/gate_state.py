@@ -18,38 +18,22 @@ import argparse
 
 import torch
 import yaml
-from transformers import AutoTokenizer
 
+import twin_source  # benchmarks/twin_source.py, beside this script
 from ltopd.models import release_job
-from ltopd.models.loading import load_backbone
-from ltopd.models.release import read_manifest, reduced_key
-from ltopd.models.twins import twin_backbone
+from ltopd.models.release import reduced_key
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--state", help="a pretrain_state.pt (with --twin and --tokenizer)")
-    src.add_argument("--release", help="a release folder")
-    ap.add_argument("--twin")
-    ap.add_argument("--tokenizer")
+    twin_source.add_arguments(ap)
     ap.add_argument("--config", default="config/default.yaml", help="profile: world, floor and benchmarks")
     ap.add_argument("--n", type=int, default=100, help="gate items per benchmark")
     args = ap.parse_args()
     torch.set_num_threads(1)
     cfg = yaml.safe_load(open(args.config))
     cfg["pretrain"]["gates"] = {**(cfg["pretrain"].get("gates") or {}), "n": args.n}
-    if args.release:
-        backbone = load_backbone(args.release)
-        what = f"{args.release} ({read_manifest(args.release)['pretraining']['steps']} updates)"
-    else:
-        if not (args.twin and args.tokenizer):
-            ap.error("--state needs --twin and --tokenizer")
-        backbone = twin_backbone(args.twin, AutoTokenizer.from_pretrained(args.tokenizer), seed=0)
-        state = torch.load(args.state, map_location="cpu", weights_only=False)
-        backbone.model.load_state_dict(state["model"])
-        what = f"{args.twin} after {state['steps']} updates ({state['wall_s'] / 60:.0f} min)"
-    backbone.model.eval()
+    backbone, what = twin_source.load(ap, args)
     gates = release_job.twin_gates(backbone, cfg)
     s = gates["settings"]
     reduced = reduced_key(s)

@@ -12,13 +12,11 @@ from __future__ import annotations
 import argparse
 
 import torch
-from transformers import AutoTokenizer
 
+import twin_source  # benchmarks/twin_source.py, beside this script
 from ltopd.data.sources import world_config
 from ltopd.data.world import answer_prior_baseline, generate_task_item
 from ltopd.models.inference import answer_accuracy, predict
-from ltopd.models.loading import load_backbone
-from ltopd.models.twins import twin_backbone
 
 SEED = 7_000_000
 # (scene density, WorldConfig overrides, tasks asked there)
@@ -33,24 +31,11 @@ PROBES = [
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--release", help="a release folder")
-    src.add_argument("--state", help="a pretrain_state.pt (with --twin and --tokenizer)")
-    ap.add_argument("--twin")
-    ap.add_argument("--tokenizer")
+    twin_source.add_arguments(ap)
     ap.add_argument("--n", type=int, default=120, help="items per task and density")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    if args.release:
-        backbone, what = load_backbone(args.release), args.release
-    else:
-        if not (args.twin and args.tokenizer):
-            ap.error("--state needs --twin and --tokenizer")
-        backbone = twin_backbone(args.twin, AutoTokenizer.from_pretrained(args.tokenizer), seed=0)
-        state = torch.load(args.state, map_location="cpu", weights_only=False)
-        backbone.model.load_state_dict(state["model"])
-        what = f"{args.twin} after {state['steps']} updates"
-    backbone.model.eval()
+    backbone, what = twin_source.load(ap, args)
     print(f"{what}: {args.n} items per row\n")
     print("| scenes | task | question-only | full | cdpruner 5% |\n|---|---|---|---|---|")
     for density, overrides, tasks in PROBES:
