@@ -9,7 +9,7 @@ import sys
 import torch
 from transformers import AutoTokenizer
 
-from ltopd.data.sources import world_config
+from lab_scenes import lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
 from ltopd.data.world import generate_task_item
 from ltopd.models.twins import twin_backbone
 
@@ -17,22 +17,12 @@ torch.set_num_threads(1)
 tok = AutoTokenizer.from_pretrained("releases/qwen35-tiny")
 for path in sys.argv[1:]:
     bb = twin_backbone("qwen35-tiny", tok, seed=0)
-    bb.model.load_state_dict(torch.load(path, map_location="cpu", weights_only=False)["model"])
+    load_state(bb.model, path)
     bb.model.set_attn_implementation("eager")
     bb.model.eval()
     img = tok.convert_tokens_to_ids("<|image_pad|>")
     for lo, hi in ((1, 1), (2, 4)):
-        w = world_config(
-            {
-                "image_size": 256,
-                "min_objects": lo,
-                "max_objects": hi,
-                "text_prob": 0.0,
-                "clutter": 0.1,
-                "min_object_px": 32,
-                "max_object_px": 96,
-            }
-        )
+        w = lab_world(lo, hi)
         recs = [generate_task_item("color", i, 4_500_000, w) for i in range(32)]
         b = bb.encode(recs)
         with torch.no_grad():

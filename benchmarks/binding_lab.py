@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from transformers import AutoTokenizer
 
-from ltopd.data.sources import world_config
+from lab_scenes import lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
 from ltopd.data.world import generate_task_item
 from ltopd.data.world.palette import COLORS, SHAPES
 from ltopd.models.backbone import Backbone, family_ops
@@ -59,22 +59,9 @@ with torch.random.fork_rng():
 linearize_patch_convs(model)
 model.to(a.device)
 bb = Backbone(model=model, processor=twin_processor("qwen35-tiny", tok))
-state = torch.load(a.vision_state, map_location="cpu", weights_only=False)["model"]
-keep = state if a.full_state else {k: v for k, v in state.items() if k.startswith("model.visual.")}
-missing, unexpected = model.load_state_dict(keep, strict=False)
-assert not unexpected, unexpected
+missing = load_state(model, a.vision_state, vision_only=not a.full_state)
 lo, hi = (int(x) for x in a.objects.split("-"))
-w = world_config(
-    {
-        "image_size": 256,
-        "min_objects": lo,
-        "max_objects": hi,
-        "text_prob": 0.0,
-        "clutter": 0.1,
-        "min_object_px": 32,
-        "max_object_px": 96,
-    }
-)
+w = lab_world(lo, hi)
 
 
 def exists1(seed, start):
@@ -92,6 +79,7 @@ def exists1(seed, start):
         r["question"] = f"Is there a {v} object in the image?" if by == "color" else f"Is there a {v} in the image?"
         r["answer"] = r["response"] = "yes" if yes else "no"
         r["options"] = []
+        r["meta"] = json.dumps({**json.loads(r["meta"]), "template": "exists1"})
         yield r
 
 
@@ -117,12 +105,7 @@ def evaluate():
             for i, r in enumerate(recs):
                 pos = int(torch.nonzero(b.response_mask[i])[0])
                 ok = int(logits[i, pos - 1].argmax()) == int(b.labels[i, pos])
-                key = (
-                    json.loads(r["meta"]).get("template", "?")
-                    if "Is there a" not in r["question"] or r.get("task") == "exists"
-                    else "exists1"
-                )
-                right.setdefault(key, []).append(ok)
+                right.setdefault(json.loads(r["meta"])["template"], []).append(ok)
     model.train()
     return {k: round(float(np.mean(v)), 3) for k, v in sorted(right.items())}
 

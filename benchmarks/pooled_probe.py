@@ -10,7 +10,7 @@ import sys
 import torch
 from transformers import AutoTokenizer
 
-from ltopd.data.sources import world_config
+from lab_scenes import lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
 from ltopd.data.world import generate_task_item
 from ltopd.data.world.palette import COLORS
 from ltopd.models.twins import twin_backbone
@@ -18,22 +18,11 @@ from ltopd.models.twins import twin_backbone
 torch.set_num_threads(1)
 tok = AutoTokenizer.from_pretrained(sys.argv[2] if len(sys.argv) > 2 else "releases/qwen35-tiny")
 bb = twin_backbone("qwen35-tiny", tok, seed=0)
-st = torch.load(sys.argv[1], map_location="cpu", weights_only=False)["model"]
-bb.model.load_state_dict({k: v for k, v in st.items() if k.startswith("model.visual.")}, strict=False)
+load_state(bb.model, sys.argv[1], vision_only=True)
 bb.model.eval()
 C = list(COLORS)
 for lo, hi in ((1, 1), (2, 4)):
-    w = world_config(
-        {
-            "image_size": 256,
-            "min_objects": lo,
-            "max_objects": hi,
-            "text_prob": 0.0,
-            "clutter": 0.1,
-            "min_object_px": 32,
-            "max_object_px": 96,
-        }
-    )
+    w = lab_world(lo, hi)
     X, Y, P = [], [], []
     for k in range(0, 1200, 50):
         recs = [generate_task_item("color", i, 4_400_000, w) for i in range(k, k + 50)]
