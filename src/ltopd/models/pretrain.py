@@ -195,7 +195,7 @@ def accumulate_loss(backbone: Backbone, records: Sequence[dict], target_field: s
         groups.setdefault(len(r.get("images") or []), []).append(i)
     encoded = [backbone.encode([records[i] for i in rows], [targets[i] for i in rows]) for rows in groups.values()]
     total = sum(int(b.response_mask.sum()) for b in encoded)
-    loss = torch.zeros(())
+    loss = torch.zeros((), device=backbone.model.device)
     for batch in encoded:
         part = backbone.forward(batch, with_labels=True, num_items_in_batch=total)[0].loss
         part.backward()
