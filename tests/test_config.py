@@ -107,6 +107,8 @@ def test_grid_expansion_rules():
     cfg = config.load(ROOT / "config" / "default.yaml")
     cfg = copy.deepcopy(cfg)
     cfg["grid"].update(methods=["full", "cdpruner", "ltopd"], budgets=[0.2, 0.05], benchmarks=["pope"])
+    for key in ("seeded_methods", "student_full_tokens"):  # the default's; their rules: the next test
+        cfg["grid"].pop(key, None)
     studies = cfg.pop("studies")
     jobs = {(j.method, j.budget) for j in eval_jobs(cfg)}
     assert jobs == {("full", 1.0), ("cdpruner", 0.2), ("cdpruner", 0.05), ("ltopd", 0.05)}
@@ -137,10 +139,13 @@ def test_seeded_methods_and_student_full_tokens_shape_the_grid(smoke_cfg):
     assert {b for m, b, s in jobs if m == "ltopd"} == {0.05, 1.0}  # the student's full-token score too
     assert {b for m, b, s in jobs if m == "cdpruner"} == {0.05}
     bad = copy.deepcopy(cfg)
-    bad["grid"]["seeded_methods"] = ["cdpruner", "sft"]
+    bad["grid"]["seeded_methods"] = ["cdpruner", "sfft"]
     with pytest.raises(config.ConfigError) as e:
         config.validate(bad, source="t")
-    assert "['sft'] are not in grid.methods" in str(e.value) and "must include 'full'" in str(e.value)
+    assert "['sfft'] are not known methods" in str(e.value) and "must include 'full'" in str(e.value)
+    narrow = copy.deepcopy(cfg)  # a known method outside the grid is ignored (a narrower grid keeps the list)
+    narrow["grid"]["seeded_methods"] = ["full", "ltopd", "sft"]
+    config.validate(narrow, source="t")
 
 
 def test_yaml_typed_reads_nested_strings_as_yaml_scalars():

@@ -75,8 +75,10 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
             out.append(f"grid.methods: {m!r} is not a known method; allowed values: {sorted(METHODS)}")
     seeded = grid.get("seeded_methods")
     if seeded is not None:
-        if stray := [m for m in seeded if m not in grid["methods"]]:
-            out.append(f"grid.seeded_methods: {stray} are not in grid.methods; allowed values: {grid['methods']}")
+        # a filter on grid.methods: known methods outside the grid are ignored, so a narrower grid
+        # (e.g. --config grid=...) keeps the profile's list
+        if stray := [m for m in seeded if m not in METHODS]:
+            out.append(f"grid.seeded_methods: {stray} are not known methods; allowed values: {sorted(METHODS)}")
         if seeded and "full" not in seeded and "full" in grid["methods"]:
             out.append("grid.seeded_methods: must include 'full' (each seed's retain ratio divides by that seed's "
                        "full-token score)")
