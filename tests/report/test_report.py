@@ -67,6 +67,18 @@ def test_rows_retain_per_seed_then_mean_and_sd() -> None:
     assert cdp["bench"]["x"].mean == 35.0 and rows[0]["avg_retain"].mean == 100.0
 
 
+def test_seed_comparisons_pair_each_seed_with_the_reference() -> None:
+    results = _results() + [  # a trained method at the reference's budget, three seeds (cdpruner has two)
+        {"backbone": "bb", "method": "ltopd", "budget": 0.05, "benchmark": b, "seed": s, "score": v}
+        for s, b, v in [(0, "x", 46.0), (0, "y", 40.0), (1, "x", 40.0), (1, "y", 25.0), (2, "x", 1.0)]]
+    lines = table2.seed_comparisons(results, "bb", ["x", "y"])
+    assert len(lines) == 1 and lines[0].startswith("LT-OPD - CDPruner at 5%") and "seeds [0, 1]" in lines[0]
+    # x: differences 46 - 40 = 6 and 40 - 30 = 10: mean 8, sd 2.828, se 2, t(1) 12.706 -> [-17.4, 33.4]
+    assert "x +8.0 [-17.4, 33.4]" in lines[0]
+    assert "y +0.0 [0.0, 0.0]" in lines[0]  # the same score at both seeds: no spread
+    assert table2.seed_comparisons([r for r in results if r["seed"] == 0], "bb", ["x", "y"]) == []
+
+
 def test_build_marks_paper_rows_and_needs_full() -> None:
     rows, notes = table2.build(_results(), "bb", ["x", "y"])
     assert {r["source"] for r in rows} == {"ours", "paper"}
@@ -304,8 +316,8 @@ def test_no_benchmark_passing_the_gate_leaves_the_average_undefined() -> None:
     ours = [r for r in rows if r["source"] == "ours"]
     assert all(math.isnan(r["avg_retain"].mean) and r["avg_retain_ci"] is None for r in ours)
     assert any("no benchmark passed the gate: the average retain ratio is n/a" in n for n in notes)
-    assert not any("LT-OPD - CDPruner" in n for n in notes)
-    md = table2.to_markdown(rows, ["gqa", "vstar"], notes)
+    assert not any("LT-OPD - CDPruner" in n and "retain points" in n for n in notes)  # the seed-paired
+    md = table2.to_markdown(rows, ["gqa", "vstar"], notes)  # per-benchmark differences need no gate
     assert "| ours | Full tokens | 100% | 12.5 ± 0.0 | 25.0 ± 0.0 | n/a |" in md
     parsed = [r for r in csv.DictReader(io.StringIO(table2.to_csv(rows, ["gqa", "vstar"]))) if r["source"] == "ours"]
     assert all(r["avg_retain"] == "" and r["retain_over"] == "" for r in parsed)

@@ -256,3 +256,24 @@ def test_retain_over_seeds_averages_each_seeds_own_draws() -> None:
     zero = {b: [dict(r, prediction="zzz") for r in rows] for b, rows in f0.items()}
     with pytest.raises(ValueError, match="no retain ratio"):
         stats.retain_ratio_ci(m0, zero, n_boot=10)
+
+
+def test_seed_interval_hand_worked_and_closed_form_quantiles() -> None:
+    # [2, 4, 6]: mean 4, sd 2, se 2 / sqrt 3; t(2) at 0.975 in closed form (2p - 1) / sqrt(2p(1 - p))
+    p = 0.975
+    t2 = (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    ci = stats.seed_interval([2.0, 4.0, 6.0])
+    assert ci.estimate == 4.0 and ci.se == pytest.approx(2 / math.sqrt(3))
+    assert (ci.lo, ci.hi) == pytest.approx((4 - t2 * 2 / math.sqrt(3), 4 + t2 * 2 / math.sqrt(3)), abs=2e-3)
+    # t(1) is the Cauchy distribution: quantile tan(pi (p - 1/2))
+    two = stats.seed_interval([1.0, 3.0])
+    assert two.hi - two.estimate == pytest.approx(math.tan(math.pi * (p - 0.5)) * 1.0, abs=2e-3)
+    one = stats.seed_interval([5.0])
+    assert one.estimate == 5.0 and math.isnan(one.lo)
+
+
+def test_seed_interval_covers_the_mean_95_percent_of_the_time() -> None:
+    rng = np.random.default_rng(0)
+    for n in (3, 5):
+        hits = [(ci.lo <= 1.0 <= ci.hi) for ci in (stats.seed_interval(rng.normal(1.0, 2.0, n)) for _ in range(4000))]
+        assert abs(np.mean(hits) - 0.95) < 0.015, (n, np.mean(hits))

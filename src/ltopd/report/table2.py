@@ -84,6 +84,39 @@ def our_rows(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[
     return sorted(rows, key=lambda r: (r["method"] != "full", -r["budget"], _order(r["method"])))
 
 
+def seed_comparisons(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str],
+                     reference: str = "cdpruner") -> list[str]:
+    """Per benchmark, each method minus ``reference`` at the smallest budget both have, paired by
+    seed (the same seed's items and, for a trained method, its training seed): the mean over the
+    common seeds with its 95% t interval (:func:`stats.seed_interval`). One line per method with
+    at least two seeds in common; none when the reference has fewer than two seeds."""
+    scores: dict[tuple[str, float], dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in results:
+        if r["backbone"] == backbone and r["benchmark"] in benchmarks:
+            scores[(r["method"], float(r["budget"]))][int(r["seed"])][r["benchmark"]] = float(r["score"])
+    budgets = [b for (m, b) in scores if m == reference]
+    if not budgets:
+        return []
+    lowest = min(budgets)
+    ref = scores[(reference, lowest)]
+    lines = []
+    for (method, budget), per_seed in sorted(scores.items(), key=lambda kv: _order(kv[0][0])):
+        if budget != lowest or method == reference:
+            continue
+        common = sorted(set(per_seed) & set(ref))
+        if len(common) < 2:
+            continue
+        cells = []
+        for b in benchmarks:
+            seeds = [s for s in common if b in per_seed[s] and b in ref[s]]
+            if len(seeds) >= 2:
+                d = stats.seed_interval([per_seed[s][b] - ref[s][b] for s in seeds])
+                cells.append(f"{display_name(b)} {d.estimate:+.1f} {stats.format_ci(d)}")
+        lines.append(f"{display_name(method)} - {display_name(reference)} at {100 * lowest:g}%, paired by seed "
+                     f"(seeds {common}; mean [95% t interval]): " + "; ".join(cells) + ".")
+    return lines
+
+
 def reported_rows(benchmarks: Sequence[str], table: str = "table2") -> list[dict[str, Any]]:
     """The paper's rows of ``table`` in our row format (no spread: the paper reports one run). A
     row's own ``backbone`` (tables spanning several models) overrides the table's."""
@@ -325,6 +358,7 @@ def build(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str
     zero = [b for b in benchmarks if full["bench"][b].n and full["bench"][b].mean == 0]
     if zero:
         notes.append(f"full-token score 0 on {zero}: left out of the average retain ratio (undefined).")
+    notes += seed_comparisons(results, backbone, benchmarks)
     if predictions is None:
         return ours + reported_rows(benchmarks, table), notes
     ev = evidence(predictions, backbone, benchmarks, [(r["method"], r["budget"]) for r in ours], fit_records,
