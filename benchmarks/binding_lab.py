@@ -8,7 +8,7 @@ loss and the first answer token's accuracy per task on 192 held-out items. Stops
 Measurements: docs/pretraining.md ("Why existence is not learned").
 
   python benchmarks/binding_lab.py --name x --tok releases/qwen35-tiny --vision-state STATE.pt \
-      --layers LLLF --tasks color --objects 2-4
+      --layers LLLF --tasks color --objects 2-4 [--save OUT.pt]
 """
 
 import argparse
@@ -45,6 +45,7 @@ ap.add_argument("--eval-every", type=int, default=50)
 ap.add_argument("--deadline", type=float, default=480)
 ap.add_argument("--device", default="cpu")
 ap.add_argument("--threads", type=int, default=1)
+ap.add_argument("--save", help="write the final weights here ({'model': state_dict}, what --vision-state reads)")
 a = ap.parse_args()
 torch.set_num_threads(a.threads)
 t0 = time.time()
@@ -149,4 +150,6 @@ try:
     pretrain(bb, {"lab": lambda s: stream(5_700_000, s)}, cfg, on_step=on_step)
 except Stop:
     pass
+if a.save:
+    torch.save({"model": model.state_dict(), "layers": a.layers, "tasks": a.tasks}, a.save)
 print(json.dumps({"name": a.name, "done": True, "s": round(time.time() - t0)}), flush=True)
