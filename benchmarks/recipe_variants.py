@@ -6,8 +6,9 @@ deadline (one device call: several side by side), the item streams made by worke
 
 The start state is a pretrain_state.pt saved at update 3,000 of the release build (the vision
 stage, the same in every variant); its recipe fingerprint is rewritten to the variant's, so the
-pipeline's own resumable pretraining (ltopd.models.pretrain) continues it and a state that ends
-the recipe can be adopted by `snakemake release_twins`. The final `mix` stage's length is solved
+pipeline's own resumable pretraining (ltopd.models.pretrain) continues it. The stages after the
+vision stage come from config/default.yaml's qwen35-tiny recipe (`variants`). Run the device under
+the pinned transformers (docs/pretraining.md, "Library versions"). The final `mix` stage's length is solved
 from step times measured first, so the run ends inside the deadline. Writes OUT/<variant>.json
 (step times, learning curve, library versions, gates with --gates once the recipe completed).
 Measurements: docs/pretraining.md ("A GPU lease").
@@ -33,96 +34,45 @@ import yaml
 from ltopd.models import twin_job
 from ltopd.models.pretrain import STATE_FILE, accumulate_loss, pretrain
 
-BENCH = ["vstar", "hrbench4k", "gqa", "mmmu", "mmbench", "mme", "pope", "textvqa", "ocrbench", "muirbench", "mvbench"]
-WORLD_TASKS = ["describe", "color", "shape", "exists", "count", "small_detail", "position", "read"]
-VISION = {
-    "name": "vision",
-    "steps": 3000,
-    "lr": 0.002,
-    "objective": "dense",
-    "tasks": ["color", "read"],
-    "world": {"min_objects": 1, "max_objects": 8, "clutter": 0.3, "min_object_px": 22, "max_object_px": 120},
-}
-SINGLE = {
-    "name": "single",
-    "steps": 120,
-    "lr": 0.002,
-    "lr_vision": 0.0005,
-    "tasks": ["color", "shape"],
-    "world": {
-        "min_objects": 1,
-        "max_objects": 1,
-        "text_prob": 0.0,
-        "clutter": 0.0,
-        "min_object_px": 72,
-        "max_object_px": 120,
-    },
-}
-PERCEIVE = {
-    "name": "perceive",
-    "steps": 400,
-    "lr": 0.002,
-    "lr_vision": 0.0005,
-    "tasks": ["describe", "color", "shape", "exists"],
-    "world": {
-        "min_objects": 1,
-        "max_objects": 4,
-        "text_prob": 0.0,
-        "clutter": 0.1,
-        "min_object_px": 32,
-        "max_object_px": 96,
-    },
-}
+BACKBONE = "qwen35-tiny"
 
 
-def mix(lr: float) -> dict:
+def focused(
+    name: str, steps: int, tasks: list[str], objects: tuple[int, int], px: tuple[int, int], clutter: float = 0.1
+) -> dict:
+    """A world-task stage on scenes of `objects` shapes of `px` pixels, no text."""
+    world = {
+        "min_objects": objects[0],
+        "max_objects": objects[1],
+        "text_prob": 0.0,
+        "clutter": clutter,
+        "min_object_px": px[0],
+        "max_object_px": px[1],
+    }
+    return {"name": name, "steps": steps, "lr": 0.002, "lr_vision": 0.0005, "tasks": tasks, "world": world}
+
+
+def variants(release: list[dict]) -> dict[str, list[dict]]:
+    """The stages after the vision stage of each variant, built from the release recipe's own
+    (`release`: the backbone's pretrain_stages: vision, single, perceive, mix); the final mix's
+    steps are left as None (solved from measured step times)."""
+    _, single, perceive, mix = release
+
+    def mix_at(lr: float) -> dict:
+        return dict(mix, lr=lr, steps=None)
+
+    bind = focused("bind", 800, ["color", "shape", "exists", "position"], (2, 4), (32, 96))
+    two = focused("two", 400, ["color", "shape", "exists"], (2, 2), (48, 96), clutter=0.0)
     return {
-        "name": "mix",
-        "steps": None,
-        "lr": lr,
-        "lr_vision": 0.0005,
-        "final_lr_ratio": 0.1,
-        "bench": BENCH,
-        "tasks": WORLD_TASKS,
+        "long": [single, perceive, mix_at(0.001)],
+        "long2e3": [single, perceive, mix_at(0.002)],
+        "bind": [single, perceive, bind, mix_at(0.001)],
+        "two": [single, two, perceive, mix_at(0.001)],
     }
 
 
-BIND = {
-    "name": "bind",
-    "steps": 800,
-    "lr": 0.002,
-    "lr_vision": 0.0005,
-    "tasks": ["color", "shape", "exists", "position"],
-    "world": {
-        "min_objects": 2,
-        "max_objects": 4,
-        "text_prob": 0.0,
-        "clutter": 0.1,
-        "min_object_px": 32,
-        "max_object_px": 96,
-    },
-}
-TWO = {
-    "name": "two",
-    "steps": 400,
-    "lr": 0.002,
-    "lr_vision": 0.0005,
-    "tasks": ["color", "shape", "exists"],
-    "world": {
-        "min_objects": 2,
-        "max_objects": 2,
-        "text_prob": 0.0,
-        "clutter": 0.0,
-        "min_object_px": 48,
-        "max_object_px": 96,
-    },
-}
-VARIANTS = {
-    "long": [SINGLE, PERCEIVE, mix(0.001)],
-    "long2e3": [SINGLE, PERCEIVE, mix(0.002)],
-    "bind": [SINGLE, PERCEIVE, BIND, mix(0.001)],
-    "two": [SINGLE, TWO, PERCEIVE, mix(0.001)],
-}
+VARIANTS = ("bind", "long", "long2e3", "two")
+
 
 SOURCES: dict = {}
 POOL = None
@@ -154,7 +104,7 @@ def log(**kw) -> None:
 def main() -> int:
     global POOL
     ap = argparse.ArgumentParser()
-    ap.add_argument("--variant", required=True, choices=sorted(VARIANTS))
+    ap.add_argument("--variant", required=True, choices=VARIANTS)
     ap.add_argument("--config", default="config/default.yaml")
     ap.add_argument("--start", required=True, help="pretrain_state.pt after the vision stage")
     ap.add_argument("--tok", required=True, help="the twin's tokenizer folder")
@@ -173,7 +123,9 @@ def main() -> int:
     from transformers import AutoTokenizer
 
     spec = yaml.safe_load(open(args.config))
-    stages = [VISION] + copy.deepcopy(VARIANTS[args.variant])
+    release = spec["backbones"][BACKBONE]["pretrain_stages"]
+    vision = release[0]
+    stages = [vision] + copy.deepcopy(variants(release)[args.variant])
     if args.test_steps:
         stages = stages[:1] + [dict(s, steps=args.test_steps) for s in stages[1:]]
     pt = {**spec["pretrain"], "stages": stages}
@@ -184,10 +136,11 @@ def main() -> int:
     tok = AutoTokenizer.from_pretrained(args.tok, local_files_only=True)
     from ltopd.models.twins import twin_backbone
 
-    backbone = twin_backbone("qwen35-tiny", tok, seed=pt["seed"])
+    backbone = twin_backbone(BACKBONE, tok, seed=pt["seed"])
     backbone.model.to(args.device)
     start_state = torch.load(args.start, map_location="cpu", weights_only=False)
-    assert start_state["steps"] == VISION["steps"]
+    if start_state["steps"] != vision["steps"]:
+        ap.error(f"--start holds update {start_state['steps']}; the vision stage ends at {vision['steps']}")
 
     # step times per stage kind (forward + backward, no update), data from the workers
     sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
@@ -253,7 +206,7 @@ def main() -> int:
                 t=round(time.perf_counter() - t0, 1),
             )
 
-    done = VISION["steps"]
+    done = vision["steps"]
     while done < total and time.perf_counter() - t0 < args.deadline:
         rate = per["mix"]
         chunk = max(50, min(500, int((args.deadline - (time.perf_counter() - t0)) / rate / 2)))
