@@ -3,8 +3,10 @@
 The vision tower and merger come from a saved pretraining state (e.g. right after the dense
 stage); the language model is fresh (or, with --full-state, the state's own); --layers picks the
 Qwen3.5 layer pattern (L: Gated DeltaNet, F: full attention); --tasks a world-task mix ("exists1":
-single-attribute existence). Every --eval-every updates it prints one JSON line: the mean training
-loss and the first answer token's accuracy per task on 192 held-out items. Stops at --deadline s.
+single-attribute existence; "exists1cot": the same, answered "blue, so no"). Every --eval-every
+updates it prints one JSON line: the mean training loss and the accuracy per task on 192 held-out
+items (the first answer token; for exists1cot every response token, the verdict included, under
+teacher forcing). Stops at --deadline s.
 Measurements: docs/pretraining.md ("Why existence is not learned").
 
   python benchmarks/binding_lab.py --name x --tok releases/qwen35-tiny --vision-state STATE.pt \
@@ -65,8 +67,9 @@ lo, hi = (int(x) for x in a.objects.split("-"))
 w = lab_world(lo, hi)
 
 
-def exists1(seed, start):
-    """Single-attribute existence: 'Is there a red object?' / 'Is there a star?' (balanced)."""
+def exists1(seed, start, cot=False):
+    """Single-attribute existence: 'Is there a red object?' / 'Is there a star?' (balanced). With
+    `cot` ("exists1cot") the answer names the values present before the verdict: "blue, so no"."""
     for i in itertools.count(start):
         r = dict(generate_task_item("color", i, seed, w))
         sc = json.loads(r["meta"])["scene"]
@@ -78,9 +81,10 @@ def exists1(seed, start):
         yes = (i // 2) % 2 == 0
         v = present[rng.integers(len(present))] if yes else absent[rng.integers(len(absent))]
         r["question"] = f"Is there a {v} object in the image?" if by == "color" else f"Is there a {v} in the image?"
-        r["answer"] = r["response"] = "yes" if yes else "no"
+        verdict = "yes" if yes else "no"
+        r["answer"] = r["response"] = f"{' '.join(present)}, so {verdict}" if cot else verdict
         r["options"] = []
-        r["meta"] = json.dumps({**json.loads(r["meta"]), "template": "exists1"})
+        r["meta"] = json.dumps({**json.loads(r["meta"]), "template": "exists1cot" if cot else "exists1"})
         yield r
 
 
@@ -88,7 +92,8 @@ tasks = a.tasks.split(",")
 
 
 def stream(seed, start=0):
-    ws = [task_stream([t], seed, w, 0) if t != "exists1" else exists1(seed, 0) for t in tasks]
+    made = {"exists1": lambda: exists1(seed, 0), "exists1cot": lambda: exists1(seed, 0, cot=True)}
+    ws = [made[t]() if t in made else task_stream([t], seed, w, 0) for t in tasks]
     return itertools.islice((next(ws[i % len(ws)]) for i in itertools.count()), start, None)
 
 
@@ -104,9 +109,12 @@ def evaluate():
             b = bb.encode(recs, [build_target(r, "answer") for r in recs])
             logits = bb.forward(b, with_labels=False)[0].logits
             for i, r in enumerate(recs):
-                pos = int(torch.nonzero(b.response_mask[i])[0])
-                ok = int(logits[i, pos - 1].argmax()) == int(b.labels[i, pos])
-                right.setdefault(json.loads(r["meta"])["template"], []).append(ok)
+                template = json.loads(r["meta"])["template"]
+                at = torch.nonzero(b.response_mask[i])[:, 0]
+                if template != "exists1cot":  # the first answer token; all of them (verdict included) for cot
+                    at = at[:1]
+                ok = bool((logits[i, at - 1].argmax(-1) == b.labels[i, at]).all())
+                right.setdefault(template, []).append(ok)
     model.train()
     return {k: round(float(np.mean(v)), 3) for k, v in sorted(right.items())}
 
