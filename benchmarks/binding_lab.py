@@ -3,10 +3,11 @@
 The vision tower and merger come from a saved pretraining state (e.g. right after the dense
 stage); the language model is fresh (or, with --full-state, the state's own); --layers picks the
 Qwen3.5 layer pattern (L: Gated DeltaNet, F: full attention); --tasks a world-task mix ("exists1":
-single-attribute existence; "exists1cot": the same, answered "blue, so no"). Every --eval-every
-updates it prints one JSON line: the mean training loss and the accuracy per task on 192 held-out
-items (the first answer token; for exists1cot every response token, the verdict included, under
-teacher forcing). Stops at --deadline s.
+single-attribute existence; "exists1cot": the same, answered "blue, so no"; "exists1pair": asked in
+present / absent pairs on one image). Every --eval-every updates it prints one JSON line: the mean
+training loss and the accuracy per task on 192 held-out items (the first answer token; for
+exists1cot every response token, the verdict included, under teacher forcing). Stops at
+--deadline s.
 Measurements: docs/pretraining.md ("Why existence is not learned").
 
   python benchmarks/binding_lab.py --name x --tok releases/qwen35-tiny --vision-state STATE.pt \
@@ -67,24 +68,27 @@ lo, hi = (int(x) for x in a.objects.split("-"))
 w = lab_world(lo, hi)
 
 
-def exists1(seed, start, cot=False):
+def exists1(seed, start, cot=False, pairs=False):
     """Single-attribute existence: 'Is there a red object?' / 'Is there a star?' (balanced). With
-    `cot` ("exists1cot") the answer names the values present before the verdict: "blue, so no"."""
+    `cot` ("exists1cot") the answer names the values present before the verdict: "blue, so no".
+    With `pairs` ("exists1pair") items come in pairs on one image, a present then an absent value,
+    so a batch's yes and no share their images and the answer prior's gradient cancels."""
     for i in itertools.count(start):
-        r = dict(generate_task_item("color", i, seed, w))
+        scene, yes = (i // 2, i % 2 == 0) if pairs else (i, (i // 2) % 2 == 0)
+        r = dict(generate_task_item("color", scene, seed, w))
         sc = json.loads(r["meta"])["scene"]
         rng = np.random.default_rng(i)
-        by = ("color", "shape")[i % 2]
+        by = ("color", "shape")[(scene if pairs else i) % 2]
         present = sorted({o[by] for o in sc["objects"]})
         pool = list(COLORS) if by == "color" else list(SHAPES)
         absent = [v for v in pool if v not in present]
-        yes = (i // 2) % 2 == 0
         v = present[rng.integers(len(present))] if yes else absent[rng.integers(len(absent))]
         r["question"] = f"Is there a {v} object in the image?" if by == "color" else f"Is there a {v} in the image?"
         verdict = "yes" if yes else "no"
         r["answer"] = r["response"] = f"{' '.join(present)}, so {verdict}" if cot else verdict
         r["options"] = []
-        r["meta"] = json.dumps({**json.loads(r["meta"]), "template": "exists1cot" if cot else "exists1"})
+        template = "exists1cot" if cot else "exists1pair" if pairs else "exists1"
+        r["meta"] = json.dumps({**json.loads(r["meta"]), "template": template})
         yield r
 
 
@@ -92,7 +96,11 @@ tasks = a.tasks.split(",")
 
 
 def stream(seed, start=0):
-    made = {"exists1": lambda: exists1(seed, 0), "exists1cot": lambda: exists1(seed, 0, cot=True)}
+    made = {
+        "exists1": lambda: exists1(seed, 0),
+        "exists1cot": lambda: exists1(seed, 0, cot=True),
+        "exists1pair": lambda: exists1(seed, 0, pairs=True),
+    }
     ws = [made[t]() if t in made else task_stream([t], seed, w, 0) for t in tasks]
     return itertools.islice((next(ws[i % len(ws)]) for i in itertools.count()), start, None)
 
