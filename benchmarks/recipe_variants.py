@@ -129,9 +129,10 @@ def main() -> int:
     if args.test_steps:
         stages = stages[:1] + [dict(s, steps=args.test_steps) for s in stages[1:]]
     pt = {**spec["pretrain"], "stages": stages}
-    provisional = {**pt, "stages": [dict(s, steps=s["steps"] or 1000) for s in stages]}
-    for s in provisional["stages"]:
-        SOURCES[s["name"]] = twin_job.stage_source(s, provisional["stages"].index(s), provisional, spec["world"])
+    # a stage's item stream depends on its position, not its length: the mix's length, solved
+    # below, leaves the streams the workers inherit unchanged
+    for i, s in enumerate(stages):
+        SOURCES[s["name"]] = twin_job.stage_source(s, i, pt, spec["world"])
     POOL = mp.get_context("fork").Pool(args.workers)  # before CUDA is touched
     tok = AutoTokenizer.from_pretrained(args.tok, local_files_only=True)
     from ltopd.models.twins import twin_backbone
@@ -173,9 +174,9 @@ def main() -> int:
         transformers=transformers.__version__,
     )
 
-    # the variant's recipe, exactly as release_job/twin_job build it, on the dense-stage state
+    # the variant's recipe, as twin_job.run builds it, on the dense-stage state
     recipe = {
-        "twin": "qwen35-tiny",
+        "twin": BACKBONE,
         "stages": pt["stages"],
         "seed": pt["seed"],
         "world": spec["world"],
@@ -186,9 +187,6 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     if not (work / STATE_FILE).exists():
         torch.save({**start_state, "recipe": {"config": repr(config), "recipe": recipe}}, work / STATE_FILE)
-    SOURCES.clear()
-    for i, s in enumerate(stages):
-        SOURCES[s["name"]] = twin_job.stage_source(s, i, pt, spec["world"])
     streams = {s["name"]: prefetched(s["name"], 32, 4) for s in stages}
     total = sum(s["steps"] for s in stages)
     curve, means = [], []
@@ -208,8 +206,7 @@ def main() -> int:
 
     done = vision["steps"]
     while done < total and time.perf_counter() - t0 < args.deadline:
-        rate = per["mix"]
-        chunk = max(50, min(500, int((args.deadline - (time.perf_counter() - t0)) / rate / 2)))
+        chunk = max(50, min(500, int((args.deadline - (time.perf_counter() - t0)) / per["mix"] / 2)))
         m = pretrain(
             backbone,
             streams,

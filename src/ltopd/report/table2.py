@@ -59,16 +59,23 @@ def _order(method: str) -> int:
     return list(METHODS).index(method)
 
 
+def _scores(results: list[dict[str, Any]], backbone: str,
+            benchmarks: Sequence[str]) -> dict[tuple[str, float], dict[int, dict[str, float]]]:
+    """(method, budget) -> seed -> benchmark -> score, for ``backbone`` and ``benchmarks``."""
+    scores: dict[tuple[str, float], dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    for r in results:
+        if r["backbone"] == backbone and r["benchmark"] in benchmarks:
+            scores[(r["method"], float(r["budget"]))][int(r["seed"])][r["benchmark"]] = float(r["score"])
+    return scores
+
+
 def our_rows(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str],
              over: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """One row per (method, budget) of ``backbone``: per benchmark a Stat over seeds, the average
     retain ratio as a Stat over seeds, and the benchmarks it averaged over (those of ``over``,
     default all of ``benchmarks``, that have a positive full-token score)."""
     eligible = list(benchmarks) if over is None else [b for b in benchmarks if b in over]
-    scores: dict[tuple[str, float], dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
-    for r in results:
-        if r["backbone"] == backbone and r["benchmark"] in benchmarks:
-            scores[(r["method"], float(r["budget"]))][int(r["seed"])][r["benchmark"]] = float(r["score"])
+    scores = _scores(results, backbone, benchmarks)
     full = scores.get(("full", 1.0), {})
     rows = []
     for (method, budget), per_seed in scores.items():
@@ -90,10 +97,7 @@ def seed_comparisons(results: list[dict[str, Any]], backbone: str, benchmarks: S
     seed (the same seed's items and, for a trained method, its training seed): the mean over the
     common seeds with its 95% t interval (:func:`stats.seed_interval`). One line per method with
     at least two seeds in common; none when the reference has fewer than two seeds."""
-    scores: dict[tuple[str, float], dict[int, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
-    for r in results:
-        if r["backbone"] == backbone and r["benchmark"] in benchmarks:
-            scores[(r["method"], float(r["budget"]))][int(r["seed"])][r["benchmark"]] = float(r["score"])
+    scores = _scores(results, backbone, benchmarks)
     budgets = [b for (m, b) in scores if m == reference]
     if not budgets:
         return []
