@@ -4,7 +4,8 @@ The vision tower and merger come from a saved pretraining state (e.g. right afte
 stage); the language model is fresh (or, with --full-state, the state's own); --layers picks the
 Qwen3.5 layer pattern (L: Gated DeltaNet, F: full attention); --tasks a world-task mix ("exists1":
 single-attribute existence; "exists1cot": the same, answered "blue, so no"; "exists1pair": asked in
-present / absent pairs on one image). Every --eval-every updates it prints one JSON line: the mean
+present / absent pairs on one image; "exists1hint": the values present stated in the question;
+"exists1echo": answered "red no"). Every --eval-every updates it prints one JSON line: the mean
 training loss and the accuracy per task on 192 held-out items (the first answer token; for
 exists1cot every response token, the verdict included, under teacher forcing). Stops at
 --deadline s.
@@ -23,8 +24,8 @@ import numpy as np
 import torch
 from transformers import AutoTokenizer
 
-from lab_scenes import lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
-from ltopd.data.world import generate_task_item
+import ltopd.models.pretrain as pretrain_module
+from lab_scenes import exists1, lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
 from ltopd.data.world.palette import COLORS, SHAPES
 from ltopd.models.backbone import Backbone, family_ops
 from ltopd.models.patch_linear import linearize_patch_convs
@@ -35,7 +36,7 @@ from ltopd.models.twins import twin_config, twin_processor
 ap = argparse.ArgumentParser()
 ap.add_argument("--name", required=True)
 ap.add_argument("--tok", required=True)
-ap.add_argument("--vision-state", required=True)
+ap.add_argument("--vision-state", help="a pretrain_state.pt; without it the tower starts fresh too")
 ap.add_argument("--full-state", action="store_true", help="load the LM too (same layer pattern)")
 ap.add_argument("--layers", default="LLLF")
 ap.add_argument("--tasks", default="exists")
@@ -46,8 +47,16 @@ ap.add_argument("--lr-vision", type=float, default=5e-4)
 ap.add_argument("--batch", type=int, default=32)
 ap.add_argument("--eval-every", type=int, default=50)
 ap.add_argument("--deadline", type=float, default=480)
+ap.add_argument("--seed", type=int, default=0, help="the language model's initialisation and the update order's seed")
 ap.add_argument("--device", default="cpu")
 ap.add_argument("--threads", type=int, default=1)
+ap.add_argument("--dense-steps", type=int, default=0, help="a dense vision stage of this many updates first")
+ap.add_argument("--dense-heads", choices=("linear", "words"), default="linear",
+                help="linear: throwaway heads; words: class vectors are the LM's (frozen) word embeddings")
+ap.add_argument("--dense-objects", default="1-5")
+ap.add_argument("--pre-tasks", default="exists1hint", help="tasks of a language stage after the dense one")
+ap.add_argument("--pre-steps", type=int, default=0)
+ap.add_argument("--pre-text-only", action="store_true", help="the language stage's items without their images")
 ap.add_argument("--save", help="write the final weights here ({'model': state_dict}, what --vision-state reads)")
 a = ap.parse_args()
 torch.set_num_threads(a.threads)
@@ -58,54 +67,37 @@ L = {"L": "linear_attention", "F": "full_attention"}
 config.text_config.layer_types = [L[c] for c in a.layers]
 config.text_config.num_hidden_layers = len(a.layers)
 with torch.random.fork_rng():
-    torch.manual_seed(0)
+    torch.manual_seed(a.seed)
     model = family_ops(config.model_type).model_class(config)
 linearize_patch_convs(model)
 model.to(a.device)
 bb = Backbone(model=model, processor=twin_processor("qwen35-tiny", tok))
-missing = load_state(model, a.vision_state, vision_only=not a.full_state)
+missing = load_state(model, a.vision_state, vision_only=not a.full_state) if a.vision_state else []
 lo, hi = (int(x) for x in a.objects.split("-"))
 w = lab_world(lo, hi)
-
-
-def exists1(seed, start, cot=False, pairs=False):
-    """Single-attribute existence: 'Is there a red object?' / 'Is there a star?' (balanced). With
-    `cot` ("exists1cot") the answer names the values present before the verdict: "blue, so no".
-    With `pairs` ("exists1pair") items come in pairs on one image, a present then an absent value,
-    so a batch's yes and no share their images and the answer prior's gradient cancels."""
-    for i in itertools.count(start):
-        scene, yes = (i // 2, i % 2 == 0) if pairs else (i, (i // 2) % 2 == 0)
-        r = dict(generate_task_item("color", scene, seed, w))
-        sc = json.loads(r["meta"])["scene"]
-        rng = np.random.default_rng(i)
-        by = ("color", "shape")[(scene if pairs else i) % 2]
-        present = sorted({o[by] for o in sc["objects"]})
-        pool = list(COLORS) if by == "color" else list(SHAPES)
-        absent = [v for v in pool if v not in present]
-        v = present[rng.integers(len(present))] if yes else absent[rng.integers(len(absent))]
-        r["question"] = f"Is there a {v} object in the image?" if by == "color" else f"Is there a {v} in the image?"
-        verdict = "yes" if yes else "no"
-        r["answer"] = r["response"] = f"{' '.join(present)}, so {verdict}" if cot else verdict
-        r["options"] = []
-        template = "exists1cot" if cot else "exists1pair" if pairs else "exists1"
-        r["meta"] = json.dumps({**json.loads(r["meta"]), "template": template})
-        yield r
 
 
 tasks = a.tasks.split(",")
 
 
-def stream(seed, start=0):
+def stream(seed, start=0, tasks=tasks, text_only=False):
     made = {
-        "exists1": lambda: exists1(seed, 0),
-        "exists1cot": lambda: exists1(seed, 0, cot=True),
-        "exists1pair": lambda: exists1(seed, 0, pairs=True),
+        "exists1": lambda: exists1(seed, 0, w),
+        "exists1cot": lambda: exists1(seed, 0, w, cot=True),
+        "exists1pair": lambda: exists1(seed, 0, w, pairs=True),
+        "exists1hint": lambda: exists1(seed, 0, w, hint=True),
+        "exists1echo": lambda: exists1(seed, 0, w, echo=True),
     }
     ws = [made[t]() if t in made else task_stream([t], seed, w, 0) for t in tasks]
-    return itertools.islice((next(ws[i % len(ws)]) for i in itertools.count()), start, None)
+    items = (next(ws[i % len(ws)]) for i in itertools.count())
+    if text_only:  # the language model alone: no image in the prompt
+        items = ({**r, "images": []} for r in items)
+    return itertools.islice(items, start, None)
 
 
+pre_tasks = a.pre_tasks.split(",") if a.pre_steps else []
 held = list(itertools.islice(stream(9_900_000), 192))
+held += list(itertools.islice(stream(9_900_000, tasks=pre_tasks, text_only=a.pre_text_only), 192 if pre_tasks else 0))
 
 
 def evaluate():
@@ -119,12 +111,40 @@ def evaluate():
             for i, r in enumerate(recs):
                 template = json.loads(r["meta"])["template"]
                 at = torch.nonzero(b.response_mask[i])[:, 0]
-                if template != "exists1cot":  # the first answer token; all of them (verdict included) for cot
+                if template not in ("exists1cot", "exists1echo"):  # the first answer token; else all (verdict too)
                     at = at[:1]
                 ok = bool((logits[i, at - 1].argmax(-1) == b.labels[i, at]).all())
                 right.setdefault(template, []).append(ok)
     model.train()
     return {k: round(float(np.mean(v)), 3) for k, v in sorted(right.items())}
+
+
+class WordHead(torch.nn.Module):
+    """Class logits = scale * token . (the LM's input embedding of the class word), detached so the
+    embeddings stay where the language model has them; background from its own vector."""
+
+    def __init__(self, embed, ids):
+        super().__init__()
+        self.embed_weight = lambda: embed.weight  # not a submodule: the LM's weights stay out of the heads' group
+        self.ids = ids
+        self.scale = torch.nn.Parameter(torch.ones(()))
+        self.background = torch.nn.Linear(embed.embedding_dim, 1)
+
+    def forward(self, tokens):
+        words = self.embed_weight()[self.ids].detach()
+        return torch.cat([self.scale * tokens @ words.T, self.background(tokens)], dim=-1)
+
+
+class WordHeads(torch.nn.Module):
+    """DenseHeads' interface (shape and colour; the lab world has no text) with word-tied heads:
+    the merger learns to put an object's tokens near the words that name it, as a projector
+    pretrained on captions does."""
+
+    def __init__(self, embed, tok):
+        super().__init__()
+        ids = {k: [tok(" " + v, add_special_tokens=False)["input_ids"][0] for v in vals]
+               for k, vals in (("shape", SHAPES), ("color", COLORS))}
+        self.heads = torch.nn.ModuleDict({k: WordHead(embed, v) for k, v in ids.items()})
 
 
 class Stop(Exception):
@@ -156,14 +176,22 @@ def on_step(log):
 print(
     json.dumps({"name": a.name, "args": vars(a), "step": 0, "acc": evaluate(), "missing_lm": len(missing)}), flush=True
 )
+dense = (Stage("dense", a.dense_steps, lr_lm=0.0, objective="dense"),) if a.dense_steps else ()
+if a.dense_heads == "words":
+    pretrain_module.DenseHeads = lambda hidden: WordHeads(model.get_input_embeddings(), tok)
+dlo, dhi = (int(x) for x in a.dense_objects.split("-"))
+pre = (Stage("pre", a.pre_steps, lr_lm=a.lr, lr_merger=a.lr, lr_vision=a.lr_vision),) if a.pre_steps else ()
 cfg = PretrainConfig(
-    stages=(Stage("lab", a.steps, lr_lm=a.lr, lr_merger=a.lr, lr_vision=a.lr_vision),),
+    stages=(*dense, *pre, Stage("lab", a.steps, lr_lm=a.lr, lr_merger=a.lr, lr_vision=a.lr_vision)),
     batch_size=a.batch,
-    seed=0,
+    seed=a.seed,
     warmup_steps=10,
 )
 try:
-    pretrain(bb, {"lab": lambda s: stream(5_700_000, s)}, cfg, on_step=on_step)
+    streams = {"lab": lambda s: stream(5_700_000, s),
+               "dense": lambda s: task_stream(["color"], 5_800_000, lab_world(dlo, dhi), s),
+               "pre": lambda s: stream(5_900_000, s, pre_tasks, a.pre_text_only)}
+    pretrain(bb, streams, cfg, on_step=on_step)
 except Stop:
     pass
 if a.save:
