@@ -1,18 +1,23 @@
 """Can the twin's language model learn question-conditioned answers (binding, existence)?
 
 The vision tower and merger come from a saved pretraining state (e.g. right after the dense
-stage); the language model is fresh (or, with --full-state, the state's own); --layers picks the
+stage) or, with --dense-steps, from a dense stage run first on a fresh tower (--dense-heads:
+throwaway linear heads, heads tied to the language model's word embeddings, or regression onto
+those embeddings); the language model is fresh (or, with --full-state, the state's own), optionally
+trained first on --pre-tasks (with --pre-text-only, without their images); --layers picks the
 Qwen3.5 layer pattern (L: Gated DeltaNet, F: full attention); --tasks a world-task mix ("exists1":
 single-attribute existence; "exists1cot": the same, answered "blue, so no"; "exists1pair": asked in
 present / absent pairs on one image; "exists1hint": the values present stated in the question;
 "exists1echo": answered "red no"). Every --eval-every updates it prints one JSON line: the mean
 training loss and the accuracy per task on 192 held-out items (the first answer token; for
-exists1cot every response token, the verdict included, under teacher forcing). Stops at
---deadline s.
-Measurements: docs/pretraining.md ("Why existence is not learned").
+exists1cot and exists1echo every response token, the verdict included, under teacher forcing).
+Stops at --deadline s.
+Measurements: docs/pretraining.md ("Why existence is not learned" and the sections after it).
 
   python benchmarks/binding_lab.py --name x --tok releases/qwen35-tiny --vision-state STATE.pt \
       --layers LLLF --tasks color --objects 2-4 [--save OUT.pt]
+  python benchmarks/binding_lab.py --name y --tok releases/qwen35-tiny --seed 1 --dense-steps 800 \
+      --dense-heads words --pre-tasks exists1hint --pre-steps 1000 --pre-text-only --tasks exists1 --objects 1-1
 """
 
 import argparse
@@ -28,6 +33,7 @@ import ltopd.models.pretrain as pretrain_module
 from lab_scenes import exists1, lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
 from ltopd.data.world.palette import COLORS, SHAPES
 from ltopd.models.backbone import Backbone, family_ops
+from ltopd.models.dense_vision import cell_labels, record_scene
 from ltopd.models.patch_linear import linearize_patch_convs
 from ltopd.models.pretrain import PretrainConfig, Stage, pretrain, task_stream
 from ltopd.models.prompt import build_target
@@ -51,8 +57,9 @@ ap.add_argument("--seed", type=int, default=0, help="the language model's initia
 ap.add_argument("--device", default="cpu")
 ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--dense-steps", type=int, default=0, help="a dense vision stage of this many updates first")
-ap.add_argument("--dense-heads", choices=("linear", "words"), default="linear",
-                help="linear: throwaway heads; words: class vectors are the LM's (frozen) word embeddings")
+ap.add_argument("--dense-heads", choices=("linear", "words", "embed"), default="linear",
+                help="linear: throwaway heads; words: class vectors are the LM's (frozen) word embeddings; "
+                "embed: no heads, an object's tokens regress onto the sum of its colour and shape words' embeddings")
 ap.add_argument("--dense-objects", default="1-5")
 ap.add_argument("--pre-tasks", default="exists1hint", help="tasks of a language stage after the dense one")
 ap.add_argument("--pre-steps", type=int, default=0)
@@ -147,6 +154,27 @@ class WordHeads(torch.nn.Module):
         self.heads = torch.nn.ModuleDict({k: WordHead(embed, v) for k, v in ids.items()})
 
 
+def embed_loss(backbone, records, heads):
+    """Dense stage variant: every merged token regresses onto e(colour word) + e(shape word) of the
+    object covering its cell (zero for background), e the LM's input embeddings (detached); the mean
+    squared error is divided by the targets' mean square. Back-propagates; returns the loss."""
+    batch = backbone.encode(records)
+    features = torch.cat(list(backbone.image_features(batch)))
+    grids = backbone.ops.grid_hw(backbone.model, batch.inputs)
+    labels = [cell_labels(record_scene(r), g) for r, g in zip(records, grids)]
+    emb = model.get_input_embeddings().weight.detach()
+    ids = {k: torch.tensor([tok(" " + v, add_special_tokens=False)["input_ids"][0] for v in vals])
+           for k, vals in (("shape", SHAPES), ("color", COLORS))}
+    target = torch.zeros_like(features)
+    for kind in ("shape", "color"):
+        cls = torch.cat([getattr(lab, kind) for lab in labels])
+        on = cls < len(ids[kind])
+        target[on] += emb[ids[kind][cls[on]]]
+    loss = ((features - target) ** 2).mean() / (target**2).mean().clamp_min(1e-8)
+    loss.backward()
+    return loss.detach()
+
+
 class Stop(Exception):
     pass
 
@@ -179,6 +207,8 @@ print(
 dense = (Stage("dense", a.dense_steps, lr_lm=0.0, objective="dense"),) if a.dense_steps else ()
 if a.dense_heads == "words":
     pretrain_module.DenseHeads = lambda hidden: WordHeads(model.get_input_embeddings(), tok)
+if a.dense_heads == "embed":
+    pretrain_module.dense_loss = embed_loss
 dlo, dhi = (int(x) for x in a.dense_objects.split("-"))
 pre = (Stage("pre", a.pre_steps, lr_lm=a.lr, lr_merger=a.lr, lr_vision=a.lr_vision),) if a.pre_steps else ()
 cfg = PretrainConfig(
