@@ -53,7 +53,7 @@ ap.add_argument("--lr-vision", type=float, default=5e-4)
 ap.add_argument("--batch", type=int, default=32)
 ap.add_argument("--eval-every", type=int, default=50)
 ap.add_argument("--deadline", type=float, default=480)
-ap.add_argument("--seed", type=int, default=0, help="the language model's initialisation and the update order's seed")
+ap.add_argument("--seed", type=int, default=0, help="seeds the fresh weights and torch's RNG in training")
 ap.add_argument("--device", default="cpu")
 ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--dense-steps", type=int, default=0, help="a dense vision stage of this many updates first")
@@ -126,6 +126,12 @@ def evaluate():
     return {k: round(float(np.mean(v)), 3) for k, v in sorted(right.items())}
 
 
+def word_ids() -> dict[str, list[int]]:
+    """Token ids of the shape and colour words as questions write them (one token each, with the space)."""
+    return {k: [tok(" " + v, add_special_tokens=False)["input_ids"][0] for v in vals]
+            for k, vals in (("shape", SHAPES), ("color", COLORS))}
+
+
 class WordHead(torch.nn.Module):
     """Class logits = scale * token . (the LM's input embedding of the class word), detached so the
     embeddings stay where the language model has them; background from its own vector."""
@@ -147,11 +153,9 @@ class WordHeads(torch.nn.Module):
     the merger learns to put an object's tokens near the words that name it, as a projector
     pretrained on captions does."""
 
-    def __init__(self, embed, tok):
+    def __init__(self, embed):
         super().__init__()
-        ids = {k: [tok(" " + v, add_special_tokens=False)["input_ids"][0] for v in vals]
-               for k, vals in (("shape", SHAPES), ("color", COLORS))}
-        self.heads = torch.nn.ModuleDict({k: WordHead(embed, v) for k, v in ids.items()})
+        self.heads = torch.nn.ModuleDict({k: WordHead(embed, v) for k, v in word_ids().items()})
 
 
 def embed_loss(backbone, records, heads):
@@ -163,8 +167,7 @@ def embed_loss(backbone, records, heads):
     grids = backbone.ops.grid_hw(backbone.model, batch.inputs)
     labels = [cell_labels(record_scene(r), g) for r, g in zip(records, grids)]
     emb = model.get_input_embeddings().weight.detach()
-    ids = {k: torch.tensor([tok(" " + v, add_special_tokens=False)["input_ids"][0] for v in vals])
-           for k, vals in (("shape", SHAPES), ("color", COLORS))}
+    ids = {k: torch.tensor(v) for k, v in word_ids().items()}
     target = torch.zeros_like(features)
     for kind in ("shape", "color"):
         cls = torch.cat([getattr(lab, kind) for lab in labels])
@@ -205,8 +208,10 @@ print(
     json.dumps({"name": a.name, "args": vars(a), "step": 0, "acc": evaluate(), "missing_lm": len(missing)}), flush=True
 )
 dense = (Stage("dense", a.dense_steps, lr_lm=0.0, objective="dense"),) if a.dense_steps else ()
+# The variants replace the dense stage's heads or loss inside the pretraining module for this process
+# only: the release code (hashed into the manifests) stays as it is.
 if a.dense_heads == "words":
-    pretrain_module.DenseHeads = lambda hidden: WordHeads(model.get_input_embeddings(), tok)
+    pretrain_module.DenseHeads = lambda hidden: WordHeads(model.get_input_embeddings())
 if a.dense_heads == "embed":
     pretrain_module.dense_loss = embed_loss
 dlo, dhi = (int(x) for x in a.dense_objects.split("-"))

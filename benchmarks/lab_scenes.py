@@ -1,4 +1,4 @@
-"""What the lab scripts (binding_lab.py, align_lab.py, pooled_probe.py, answer_attention.py) share:
+"""What the lab scripts (binding_lab.py, pooled_probe.py, answer_attention.py) share:
 the scenes they ask about, single-attribute existence items, and loading a saved pretraining state
 into a twin."""
 
