@@ -104,7 +104,8 @@ def stream(seed, start=0, tasks=tasks, text_only=False):
 
 pre_tasks = a.pre_tasks.split(",") if a.pre_steps else []
 held = list(itertools.islice(stream(9_900_000), 192))
-held += list(itertools.islice(stream(9_900_000, tasks=pre_tasks, text_only=a.pre_text_only), 192 if pre_tasks else 0))
+if pre_tasks:
+    held += list(itertools.islice(stream(9_900_000, tasks=pre_tasks, text_only=a.pre_text_only), 192))
 
 
 def evaluate():

@@ -34,9 +34,7 @@ def main() -> None:
     batch = backbone.encode(records, [build_target(r, "answer") for r in records])
     with torch.no_grad():
         out = backbone.forward(batch, with_labels=True)[0]
-        merged = backbone.model.model.get_image_features(batch.inputs["pixel_values"], batch.inputs["image_grid_thw"])
-    merged = merged.pooler_output if hasattr(merged, "pooler_output") else merged
-    merged = torch.cat(list(merged)) if isinstance(merged, (tuple, list)) else merged
+        merged = torch.cat(backbone.image_features(batch))
     print(f"{what}: torch {torch.__version__}, transformers {transformers.__version__}")
     print(f"  loss {float(out.loss):.6f}  logit sum {float(out.logits.double().sum()):.3f}")
     print(f"  merged visual tokens {tuple(merged.shape)}, sum |x| {float(merged.double().abs().sum()):.3f}")
