@@ -45,6 +45,7 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
     ours = [r for r in rows if r["source"] == "ours" and r["method"] != "full" and r["budget"] < 1]
     methods = list(dict.fromkeys(r["method"] for r in ours))
     markers = "osD^vP*Xh<>p"
+    palette = plt.get_cmap("tab20")
     plotted = 0
     for j, method in enumerate(methods):
         mine = sorted((r for r in ours if r["method"] == method), key=lambda r: r["budget"])
@@ -61,8 +62,9 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
             lo.append(max(spread[0], 0.0))
             hi.append(max(spread[1], 0.0))
         style = "-" if method in METHODS and METHODS[method].kind == "selector" else "none"
+        # tab20: the default cycle repeats after ten, and Table 2 plots up to seventeen methods
         line = ax.errorbar(xs, ys, yerr=[lo, hi], marker=markers[j % len(markers)], linestyle=style, capsize=2,
-                           ms=4, lw=1, label=display_name(method))
+                           ms=4, lw=1, label=display_name(method), color=palette(j % palette.N))
         colours[method] = line[0].get_color()
         plotted += 1
     if not plotted:  # e.g. no benchmark passed its gate: say so instead of an empty frame
