@@ -8,8 +8,9 @@ trained first on --pre-tasks (with --pre-text-only, without their images); --lay
 Qwen3.5 layer pattern (L: Gated DeltaNet, F: full attention); --tasks a world-task mix ("exists1":
 single-attribute existence; "exists1cot": the same, answered "blue, so no"; "exists1pair": asked in
 present / absent pairs on one image; "exists1hint": the values present stated in the question;
-"exists1echo": answered "red no"). Every --eval-every updates it prints one JSON line: the mean
-training loss and the accuracy per task on 192 held-out items (the first answer token; for
+"exists1echo": answered "red no"); --oracle-tokens replaces the tower's output by the words of
+the objects on each cell (image tokens that are words). Every --eval-every updates it prints one
+JSON line: the mean training loss and the accuracy per task on 192 held-out items (the first answer token; for
 exists1cot and exists1echo every response token, the verdict included, under teacher forcing).
 Stops at --deadline s.
 Measurements: docs/pretraining.md ("Why existence is not learned" and the sections after it).
@@ -64,6 +65,9 @@ ap.add_argument("--dense-objects", default="1-5")
 ap.add_argument("--pre-tasks", default="exists1hint", help="tasks of a language stage after the dense one")
 ap.add_argument("--pre-steps", type=int, default=0)
 ap.add_argument("--pre-text-only", action="store_true", help="the language stage's items without their images")
+ap.add_argument("--oracle-tokens", action="store_true",
+                help="no vision tower: each merged token is e(colour word) + e(shape word) of the object on its "
+                "cell (zero on background), e the LM's live input embeddings: image tokens that are words")
 ap.add_argument("--save", help="write the final weights here ({'model': state_dict}, what --vision-state reads)")
 a = ap.parse_args()
 torch.set_num_threads(a.threads)
@@ -179,6 +183,40 @@ def embed_loss(backbone, records, heads):
     return loss.detach()
 
 
+class OracleFeatures:
+    """--oracle-tokens: Backbone.encode remembers its records; the family's image_features then
+    returns, per image, the words of the objects on each merged cell instead of the tower's output."""
+
+    def __init__(self, backbone):
+        self.records = []
+        encode, ops = backbone.encode, backbone.ops
+
+        def remembering_encode(records, *args, **kwargs):
+            self.records = list(records)
+            return encode(records, *args, **kwargs)
+
+        def oracle(model, inputs):
+            grids = ops.grid_hw(model, inputs)
+            with_images = [r for r in self.records if r.get("images")]
+            if len(with_images) != len(grids):
+                raise RuntimeError(f"{len(grids)} images but {len(with_images)} remembered records")
+            emb = model.get_input_embeddings().weight
+            ids = {k: torch.tensor(v) for k, v in word_ids().items()}
+            out = []
+            for r, g in zip(with_images, grids):
+                lab = cell_labels(record_scene(r), g)
+                tokens = torch.zeros(g[0] * g[1], emb.shape[1])
+                for kind in ("shape", "color"):
+                    cls = getattr(lab, kind)
+                    on = cls < len(ids[kind])
+                    tokens = tokens.index_add(0, torch.nonzero(on)[:, 0], emb[ids[kind][cls[on]]])
+                out.append(tokens)
+            return tuple(out)
+
+        backbone.encode = remembering_encode
+        ops.image_features = oracle
+
+
 class Stop(Exception):
     pass
 
@@ -205,6 +243,8 @@ def on_step(log):
         raise Stop
 
 
+if a.oracle_tokens:
+    OracleFeatures(bb)
 print(
     json.dumps({"name": a.name, "args": vars(a), "step": 0, "acc": evaluate(), "missing_lm": len(missing)}), flush=True
 )
