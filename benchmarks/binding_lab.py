@@ -8,10 +8,11 @@ trained first on --pre-tasks (with --pre-text-only, without their images); --lay
 Qwen3.5 layer pattern (L: Gated DeltaNet, F: full attention); --tasks a world-task mix ("exists1":
 single-attribute existence; "exists1cot": the same, answered "blue, so no"; "exists1pair": asked in
 present / absent pairs on one image; "exists1hint": the values present stated in the question;
-"exists1echo": answered "red no"); --oracle-tokens replaces the tower's output by the words of
-the objects on each cell (image tokens that are words). Every --eval-every updates it prints one
-JSON line: the mean training loss and the accuracy per task on 192 held-out items (the first answer token; for
-exists1cot and exists1echo every response token, the verdict included, under teacher forcing).
+"exists1echo": answered "red no"); --oracle-tokens replaces the tower's output by the words of the
+objects on each cell (image tokens that are words; "first": on the first object cell only). Every
+--eval-every updates it prints one JSON line: the mean training loss and the accuracy per task on
+192 held-out items (the first answer token; for exists1cot and exists1echo every response token, the
+verdict included, under teacher forcing).
 Stops at --deadline s.
 Measurements: docs/pretraining.md ("Why existence is not learned" and the sections after it).
 
@@ -65,9 +66,10 @@ ap.add_argument("--dense-objects", default="1-5")
 ap.add_argument("--pre-tasks", default="exists1hint", help="tasks of a language stage after the dense one")
 ap.add_argument("--pre-steps", type=int, default=0)
 ap.add_argument("--pre-text-only", action="store_true", help="the language stage's items without their images")
-ap.add_argument("--oracle-tokens", action="store_true",
+ap.add_argument("--oracle-tokens", choices=("cells", "first"),
                 help="no vision tower: each merged token is e(colour word) + e(shape word) of the object on its "
-                "cell (zero on background), e the LM's live input embeddings: image tokens that are words")
+                "cell (zero on background), e the LM's live input embeddings: image tokens that are words; "
+                "first: only the first object cell of the image carries them (one token per object with --objects 1-1)")
 ap.add_argument("--save", help="write the final weights here ({'model': state_dict}, what --vision-state reads)")
 a = ap.parse_args()
 torch.set_num_threads(a.threads)
@@ -187,7 +189,7 @@ class OracleFeatures:
     """--oracle-tokens: Backbone.encode remembers its records; the family's image_features then
     returns, per image, the words of the objects on each merged cell instead of the tower's output."""
 
-    def __init__(self, backbone):
+    def __init__(self, backbone, first_only=False):
         self.records = []
         encode, ops = backbone.encode, backbone.ops
 
@@ -209,6 +211,8 @@ class OracleFeatures:
                 for kind in ("shape", "color"):
                     cls = getattr(lab, kind)
                     on = cls < len(ids[kind])
+                    if first_only:
+                        on &= torch.arange(len(on)) == int(torch.nonzero(cls < len(ids[kind]))[:1].sum())
                     tokens = tokens.index_add(0, torch.nonzero(on)[:, 0], emb[ids[kind][cls[on]]])
                 out.append(tokens)
             return tuple(out)
@@ -244,7 +248,7 @@ def on_step(log):
 
 
 if a.oracle_tokens:
-    OracleFeatures(bb)
+    OracleFeatures(bb, first_only=a.oracle_tokens == "first")
 print(
     json.dumps({"name": a.name, "args": vars(a), "step": 0, "acc": evaluate(), "missing_lm": len(missing)}), flush=True
 )
