@@ -9,7 +9,8 @@ Qwen3.5 layer pattern (L: Gated DeltaNet, F: full attention); --tasks a world-ta
 single-attribute existence; "exists1cot": the same, answered "blue, so no"; "exists1pair": asked in
 present / absent pairs on one image; "exists1hint": the values present stated in the question;
 "exists1echo": answered "red no"); --oracle-tokens replaces the tower's output by the words of the
-objects on each cell (image tokens that are words; "first": on the first object cell only). Every
+objects on each cell (image tokens that are words; "first": on the first object cell only; "asked": there, only the word
+of the asked kind). Every
 --eval-every updates it prints one JSON line: the mean training loss and the accuracy per task on
 192 held-out items (the first answer token; for exists1cot and exists1echo every response token, the
 verdict included, under teacher forcing).
@@ -66,10 +67,11 @@ ap.add_argument("--dense-objects", default="1-5")
 ap.add_argument("--pre-tasks", default="exists1hint", help="tasks of a language stage after the dense one")
 ap.add_argument("--pre-steps", type=int, default=0)
 ap.add_argument("--pre-text-only", action="store_true", help="the language stage's items without their images")
-ap.add_argument("--oracle-tokens", choices=("cells", "first"),
+ap.add_argument("--oracle-tokens", choices=("cells", "first", "asked"),
                 help="no vision tower: each merged token is e(colour word) + e(shape word) of the object on its "
                 "cell (zero on background), e the LM's live input embeddings: image tokens that are words; "
-                "first: only the first object cell of the image carries them (one token per object with --objects 1-1)")
+                "first: only the first object cell of the image carries them (one token per object at --objects 1-1); "
+                "asked: as first, with only the word of the asked kind (colour or shape), as the hint states it")
 ap.add_argument("--save", help="write the final weights here ({'model': state_dict}, what --vision-state reads)")
 a = ap.parse_args()
 torch.set_num_threads(a.threads)
@@ -189,7 +191,7 @@ class OracleFeatures:
     """--oracle-tokens: Backbone.encode remembers its records; the family's image_features then
     returns, per image, the words of the objects on each merged cell instead of the tower's output."""
 
-    def __init__(self, backbone, first_only=False):
+    def __init__(self, backbone, first_only=False, asked_only=False):
         self.records = []
         encode, ops = backbone.encode, backbone.ops
 
@@ -208,7 +210,11 @@ class OracleFeatures:
             for r, g in zip(with_images, grids):
                 lab = cell_labels(record_scene(r), g)
                 tokens = torch.zeros(g[0] * g[1], emb.shape[1])
+                # exists1 asks "Is there a red object ...?" for colour, "Is there a star ...?" for shape
+                asked = "color" if " object in the image" in r["question"] else "shape"
                 for kind in ("shape", "color"):
+                    if asked_only and kind != asked:
+                        continue
                     cls = getattr(lab, kind)
                     on = cls < len(ids[kind])
                     if first_only:
@@ -248,7 +254,7 @@ def on_step(log):
 
 
 if a.oracle_tokens:
-    OracleFeatures(bb, first_only=a.oracle_tokens == "first")
+    OracleFeatures(bb, first_only=a.oracle_tokens in ("first", "asked"), asked_only=a.oracle_tokens == "asked")
 print(
     json.dumps({"name": a.name, "args": vars(a), "step": 0, "acc": evaluate(), "missing_lm": len(missing)}), flush=True
 )
