@@ -9,12 +9,11 @@ Qwen3.5 layer pattern (L: Gated DeltaNet, F: full attention); --tasks a world-ta
 single-attribute existence; "exists1cot": the same, answered "blue, so no"; "exists1pair": asked in
 present / absent pairs on one image; "exists1hint": the values present stated in the question;
 "exists1echo": answered "red no"); --oracle-tokens replaces the tower's output by the words of the
-objects on each cell (image tokens that are words; "first": on the first object cell only; "asked": there, only the word
-of the asked kind). Every
---eval-every updates it prints one JSON line: the mean training loss and the accuracy per task on
-192 held-out items (the first answer token; for exists1cot and exists1echo every response token, the
-verdict included, under teacher forcing).
-Stops at --deadline s.
+objects on each cell (image tokens that are words; "first": on the first object cell only;
+"asked": there, only the word of the asked kind). Every --eval-every updates it prints one JSON
+line: the mean training loss and the accuracy per task on 192 held-out items (the first answer
+token; for exists1cot and exists1echo every response token, the verdict included, under teacher
+forcing). Stops at --deadline s.
 Measurements: docs/pretraining.md ("Why existence is not learned" and the sections after it).
 
   python benchmarks/binding_lab.py --name x --tok releases/qwen35-tiny --vision-state STATE.pt \
@@ -24,6 +23,7 @@ Measurements: docs/pretraining.md ("Why existence is not learned" and the sectio
 """
 
 import argparse
+import functools
 import itertools
 import json
 import time
@@ -135,10 +135,23 @@ def evaluate():
     return {k: round(float(np.mean(v)), 3) for k, v in sorted(right.items())}
 
 
+@functools.cache
 def word_ids() -> dict[str, list[int]]:
     """Token ids of the shape and colour words as questions write them (one token each, with the space)."""
     return {k: [tok(" " + v, add_special_tokens=False)["input_ids"][0] for v in vals]
             for k, vals in (("shape", SHAPES), ("color", COLORS))}
+
+
+def cell_words(lab, emb, kinds=("shape", "color"), first_only=False):
+    """(cells, D): on each merged cell, the sum of the `kinds` words' embeddings `emb` of the object
+    covering it (zero on background); with `first_only`, on the first object cell only."""
+    out = torch.zeros(len(lab.color), emb.shape[1])
+    for kind in kinds:
+        ids, cls = torch.tensor(word_ids()[kind]), getattr(lab, kind)
+        at = torch.nonzero(cls < len(ids))[:, 0]  # the background class is len(ids)
+        at = at[:1] if first_only else at
+        out = out.index_add(0, at, emb[ids[cls[at]]])
+    return out
 
 
 class WordHead(torch.nn.Module):
@@ -174,57 +187,40 @@ def embed_loss(backbone, records, heads):
     batch = backbone.encode(records)
     features = torch.cat(list(backbone.image_features(batch)))
     grids = backbone.ops.grid_hw(backbone.model, batch.inputs)
-    labels = [cell_labels(record_scene(r), g) for r, g in zip(records, grids)]
-    emb = model.get_input_embeddings().weight.detach()
-    ids = {k: torch.tensor(v) for k, v in word_ids().items()}
-    target = torch.zeros_like(features)
-    for kind in ("shape", "color"):
-        cls = torch.cat([getattr(lab, kind) for lab in labels])
-        on = cls < len(ids[kind])
-        target[on] += emb[ids[kind][cls[on]]]
+    emb = backbone.model.get_input_embeddings().weight.detach()
+    target = torch.cat([cell_words(cell_labels(record_scene(r), g), emb) for r, g in zip(records, grids)])
     loss = ((features - target) ** 2).mean() / (target**2).mean().clamp_min(1e-8)
     loss.backward()
     return loss.detach()
 
 
-class OracleFeatures:
+def use_oracle_tokens(backbone, mode):
     """--oracle-tokens: Backbone.encode remembers its records; the family's image_features then
-    returns, per image, the words of the objects on each merged cell instead of the tower's output."""
+    returns, per image, the words of the object on each merged cell instead of the tower's output
+    (the LM's live embeddings, so they train as words do)."""
+    remembered = []
+    encode, ops = backbone.encode, backbone.ops
 
-    def __init__(self, backbone, first_only=False, asked_only=False):
-        self.records = []
-        encode, ops = backbone.encode, backbone.ops
+    def remembering_encode(records, *args, **kwargs):
+        remembered[:] = records
+        return encode(records, *args, **kwargs)
 
-        def remembering_encode(records, *args, **kwargs):
-            self.records = list(records)
-            return encode(records, *args, **kwargs)
+    def oracle(model, inputs):
+        grids = ops.grid_hw(model, inputs)
+        with_images = [r for r in remembered if r.get("images")]
+        if len(with_images) != len(grids):
+            raise RuntimeError(f"{len(grids)} images but {len(with_images)} remembered records")
+        emb = model.get_input_embeddings().weight
+        out = []
+        for r, g in zip(with_images, grids):
+            # exists1 asks "Is there a red object ...?" for colour, "Is there a star ...?" for shape
+            asked = "color" if " object in the image" in r["question"] else "shape"
+            kinds = (asked,) if mode == "asked" else ("shape", "color")
+            out.append(cell_words(cell_labels(record_scene(r), g), emb, kinds, first_only=mode != "cells"))
+        return tuple(out)
 
-        def oracle(model, inputs):
-            grids = ops.grid_hw(model, inputs)
-            with_images = [r for r in self.records if r.get("images")]
-            if len(with_images) != len(grids):
-                raise RuntimeError(f"{len(grids)} images but {len(with_images)} remembered records")
-            emb = model.get_input_embeddings().weight
-            ids = {k: torch.tensor(v) for k, v in word_ids().items()}
-            out = []
-            for r, g in zip(with_images, grids):
-                lab = cell_labels(record_scene(r), g)
-                tokens = torch.zeros(g[0] * g[1], emb.shape[1])
-                # exists1 asks "Is there a red object ...?" for colour, "Is there a star ...?" for shape
-                asked = "color" if " object in the image" in r["question"] else "shape"
-                for kind in ("shape", "color"):
-                    if asked_only and kind != asked:
-                        continue
-                    cls = getattr(lab, kind)
-                    on = cls < len(ids[kind])
-                    if first_only:
-                        on &= torch.arange(len(on)) == int(torch.nonzero(cls < len(ids[kind]))[:1].sum())
-                    tokens = tokens.index_add(0, torch.nonzero(on)[:, 0], emb[ids[kind][cls[on]]])
-                out.append(tokens)
-            return tuple(out)
-
-        backbone.encode = remembering_encode
-        ops.image_features = oracle
+    backbone.encode = remembering_encode
+    ops.image_features = oracle
 
 
 class Stop(Exception):
@@ -254,7 +250,7 @@ def on_step(log):
 
 
 if a.oracle_tokens:
-    OracleFeatures(bb, first_only=a.oracle_tokens in ("first", "asked"), asked_only=a.oracle_tokens == "asked")
+    use_oracle_tokens(bb, a.oracle_tokens)
 print(
     json.dumps({"name": a.name, "args": vars(a), "step": 0, "acc": evaluate(), "missing_lm": len(missing)}), flush=True
 )
