@@ -7,14 +7,14 @@ tokenizer from releases/qwen35-tiny). Measurements: docs/pretraining.md."""
 import sys
 
 import torch
-from transformers import AutoTokenizer
 
 from lab_scenes import lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
 from ltopd.data.world import generate_task_item
+from ltopd.models.loading import load_tokenizer
 from ltopd.models.twins import twin_backbone
 
 torch.set_num_threads(1)
-tok = AutoTokenizer.from_pretrained("releases/qwen35-tiny")
+tok = load_tokenizer("releases/qwen35-tiny")
 for path in sys.argv[1:]:
     bb = twin_backbone("qwen35-tiny", tok, seed=0)
     load_state(bb.model, path)

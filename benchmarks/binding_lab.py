@@ -30,13 +30,13 @@ import time
 
 import numpy as np
 import torch
-from transformers import AutoTokenizer
 
 import ltopd.models.pretrain as pretrain_module
 from lab_scenes import exists1, lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
 from ltopd.data.world.palette import COLORS, SHAPES
 from ltopd.models.backbone import Backbone, family_ops
 from ltopd.models.dense_vision import cell_labels, record_scene
+from ltopd.models.loading import load_tokenizer
 from ltopd.models.patch_linear import linearize_patch_convs
 from ltopd.models.pretrain import PretrainConfig, Stage, pretrain, task_stream
 from ltopd.models.prompt import build_target
@@ -76,7 +76,7 @@ ap.add_argument("--save", help="write the final weights here ({'model': state_di
 a = ap.parse_args()
 torch.set_num_threads(a.threads)
 t0 = time.time()
-tok = AutoTokenizer.from_pretrained(a.tok)
+tok = load_tokenizer(a.tok)
 config = twin_config("qwen35-tiny", tok)
 L = {"L": "linear_attention", "F": "full_attention"}
 config.text_config.layer_types = [L[c] for c in a.layers]

@@ -8,15 +8,15 @@ import json
 import sys
 
 import torch
-from transformers import AutoTokenizer
 
 from lab_scenes import lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
 from ltopd.data.world import generate_task_item
 from ltopd.data.world.palette import COLORS
+from ltopd.models.loading import load_tokenizer
 from ltopd.models.twins import twin_backbone
 
 torch.set_num_threads(1)
-tok = AutoTokenizer.from_pretrained(sys.argv[2] if len(sys.argv) > 2 else "releases/qwen35-tiny")
+tok = load_tokenizer(sys.argv[2] if len(sys.argv) > 2 else "releases/qwen35-tiny")
 bb = twin_backbone("qwen35-tiny", tok, seed=0)
 load_state(bb.model, sys.argv[1], vision_only=True)
 bb.model.eval()

@@ -32,6 +32,7 @@ import torch
 import yaml
 
 from ltopd.models import twin_job
+from ltopd.models.loading import load_tokenizer
 from ltopd.models.pretrain import STATE_FILE, accumulate_loss, pretrain
 
 BACKBONE = "qwen35-tiny"
@@ -120,8 +121,6 @@ def main() -> int:
     args = ap.parse_args()
     t0 = time.perf_counter()
     torch.set_num_threads(1)
-    from transformers import AutoTokenizer
-
     spec = yaml.safe_load(open(args.config))
     release = spec["backbones"][BACKBONE]["pretrain_stages"]
     vision = release[0]
@@ -134,7 +133,7 @@ def main() -> int:
     for i, s in enumerate(stages):
         SOURCES[s["name"]] = twin_job.stage_source(s, i, pt, spec["world"])
     POOL = mp.get_context("fork").Pool(args.workers)  # before CUDA is touched
-    tok = AutoTokenizer.from_pretrained(args.tok, local_files_only=True)
+    tok = load_tokenizer(args.tok)
     from ltopd.models.twins import twin_backbone
 
     backbone = twin_backbone(BACKBONE, tok, seed=pt["seed"])

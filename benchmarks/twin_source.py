@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 
 import torch
-from transformers import AutoTokenizer
 
 from ltopd.models.backbone import Backbone
-from ltopd.models.loading import load_backbone
+from ltopd.models.loading import load_backbone, load_tokenizer
 from ltopd.models.release import read_manifest
 from ltopd.models.twins import twin_backbone
 
@@ -29,7 +28,7 @@ def load(ap: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[Backbon
     else:
         if not (args.twin and args.tokenizer):
             ap.error("--state needs --twin and --tokenizer")
-        backbone = twin_backbone(args.twin, AutoTokenizer.from_pretrained(args.tokenizer), seed=0)
+        backbone = twin_backbone(args.twin, load_tokenizer(args.tokenizer), seed=0)
         state = torch.load(args.state, map_location="cpu", weights_only=False)
         backbone.model.load_state_dict(state["model"])
         what = f"{args.twin} after {state['steps']} updates ({state['wall_s'] / 60:.0f} min)"

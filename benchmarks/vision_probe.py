@@ -15,12 +15,12 @@ import json
 import time
 
 import torch
-from transformers import AutoTokenizer
 
 from ltopd.data.sources import world_config
 from ltopd.data.world import generate_task_item
 from ltopd.data.world.palette import SHAPES
 from ltopd.models.dense_vision import CLASSES, DenseHeads, cell_labels, dense_loss
+from ltopd.models.loading import load_tokenizer
 from ltopd.models.pretrain import parameter_groups
 from ltopd.models.twins import twin_backbone
 
@@ -44,7 +44,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    bb = twin_backbone(args.twin, AutoTokenizer.from_pretrained(args.tokenizer), seed=0)
+    bb = twin_backbone(args.twin, load_tokenizer(args.tokenizer), seed=0)
     cfg = world_config({"image_size": 256, **WORLDS[args.labels]})
     task = "shape" if args.labels == "image" else "color"
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 from PIL import Image
 
-from ltopd.models.loading import load_backbone, save_backbone
+from ltopd.models.loading import load_backbone, load_tokenizer, save_backbone
 from ltopd.models.processor import ImageTextProcessor, build_image_processor
 from ltopd.models.prompt import build_messages, build_target, extract_answer, render_prompt
 from ltopd.models.tokenizer import SPECIAL_TOKENS, build_tokenizer
@@ -96,6 +96,19 @@ def test_save_load_round_trip_gives_identical_logits(tok, tmp_path):
     assert all(torch.equal(batch.inputs[k], again.inputs[k]) for k in batch.inputs)
     with torch.no_grad():
         assert torch.equal(bb.model(**batch.inputs).logits, loaded.model(**again.inputs).logits)
+
+
+def test_a_saved_twin_tokenizes_numbers_as_it_was_trained(tmp_path):
+    """load_tokenizer reads a saved twin's tokenizer.json as is. (AutoTokenizer on the same folder
+    takes the model type's class, Qwen3_5Tokenizer, whose pre-tokenizer splits numbers into digits:
+    lab scripts that used it trained and gated twins on numbers tokenised unlike in training.)"""
+    text = 'Is the text "5256" in this image? 25 or 305'
+    tok = build_tokenizer(CORPUS + [text] * 20, 400)
+    tokens = [t.lstrip("Ġ") for t in tok.convert_ids_to_tokens(tok(text)["input_ids"])]
+    assert any(len(t) > 1 and t.isdigit() for t in tokens)  # a merged number: the case that differs
+    save_backbone(twin_backbone("qwen35-tiny", tok, seed=0), tmp_path / "ckpt")
+    assert load_tokenizer(tmp_path / "ckpt")(text)["input_ids"] == tok(text)["input_ids"]
+    assert load_backbone(tmp_path / "ckpt").processor.tokenizer(text)["input_ids"] == tok(text)["input_ids"]
 
 
 def test_loading_errors(tmp_path):

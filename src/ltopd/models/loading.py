@@ -7,6 +7,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from transformers import PreTrainedTokenizerFast
+
 from ltopd.models import llava_mini
 from ltopd.models.backbone import Backbone, family_ops
 from ltopd.models.patch_linear import linearize_patch_convs
@@ -34,6 +36,13 @@ def load_backbone(path: str | Path) -> Backbone:
     linearize_patch_convs(model)  # same weights, a matmul instead of a patch-wise convolution
     llava_mini.load_into(model, directory)  # a trained LLaVA-Mini student carries its module
     return Backbone(model=model, processor=ImageTextProcessor.from_pretrained(directory))
+
+
+def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
+    """The tokenizer a twin was trained with: its tokenizer.json as saved. (AutoTokenizer on a folder
+    that also holds a config.json takes the model type's class instead, e.g. Qwen3_5Tokenizer, whose
+    own pre-tokenizer splits numbers into digits: "25" becomes two tokens the twin never saw.)"""
+    return PreTrainedTokenizerFast.from_pretrained(path, local_files_only=True)
 
 
 def save_backbone(backbone: Backbone, path: str | Path) -> Path:

@@ -43,11 +43,10 @@ def _twin_arguments(s: argparse.ArgumentParser) -> None:
 
 def pretrain_twin(args: argparse.Namespace) -> int:
     import torch
-    from transformers import AutoTokenizer
 
     from ltopd.atomic import write_json
     from ltopd.models import twin_job
-    from ltopd.models.loading import save_backbone
+    from ltopd.models.loading import load_tokenizer, save_backbone
     from ltopd.progress import bar as progress_bar
     from ltopd.tracking import flatten, job_run
 
@@ -58,7 +57,7 @@ def pretrain_twin(args: argparse.Namespace) -> int:
 
     spec = twin_spec(spec, args.backbone)  # the twin's own stages, if its entry has them
     twin = spec["backbones"][args.backbone]["twin"]
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
+    tokenizer = load_tokenizer(args.tokenizer)
     total = sum(s["steps"] for s in spec["pretrain"]["stages"])
     with job_run(settings, args.rule, {"backbone": args.backbone}, spec,
                  inputs={"tokenizer": args.tokenizer}) as run, progress_bar(total, f"pretrain {twin}", "step") as bar:
@@ -85,9 +84,9 @@ def pretrain_twin(args: argparse.Namespace) -> int:
 
 def release_twin(args: argparse.Namespace) -> int:
     import torch
-    from transformers import AutoTokenizer
 
     from ltopd.models import release_job
+    from ltopd.models.loading import load_tokenizer
     from ltopd.progress import bar as progress_bar
     from ltopd.report import releases
     from ltopd.tracking import flatten, job_run
@@ -101,7 +100,7 @@ def release_twin(args: argparse.Namespace) -> int:
     from ltopd.models.release import twin_spec
 
     spec = twin_spec(spec, args.backbone)  # the twin's own stages, if its entry has them
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer, local_files_only=True)
+    tokenizer = load_tokenizer(args.tokenizer)
     total = sum(s["steps"] for s in spec["pretrain"]["stages"])
     with (job_run(settings, args.rule, {"backbone": args.backbone}, spec,
                   inputs={"tokenizer": args.tokenizer}) as run,

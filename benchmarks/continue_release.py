@@ -1,0 +1,60 @@
+"""Train a released twin further: the pipeline's own pretraining on extra stages, started from the
+release's weights (a fresh optimiser), what appending those stages to its recipe would add without
+rebuilding the stages before them. Resumable; the state is what gate_state.py reads:
+
+    python benchmarks/continue_release.py --release releases/qwen35-tiny --backbone qwen35-tiny \
+        --stages '[{"name": "exist", "steps": 800, "lr": 0.0005, "lr_vision": 0.0005, "tasks": ["exists"]}]' \
+        --state OUT
+    python benchmarks/gate_state.py --twin qwen35-tiny --state OUT/pretrain_state.pt \
+        --tokenizer releases/qwen35-tiny --n 200
+
+The extra stages' item streams are those they would get appended to the recipe (their index
+counts on from the recipe's last stage), so a rebuild with them appended sees the same items.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+import yaml
+
+from ltopd.models import twin_job
+from ltopd.models.loading import load_backbone
+from ltopd.models.pretrain import pretrain
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--release", required=True, help="a release folder")
+    ap.add_argument("--backbone", required=True, help="its entry in --config (its recipe)")
+    ap.add_argument("--config", default="config/default.yaml")
+    ap.add_argument("--stages", required=True, help="the extra stages, a JSON list in the recipe's stage format")
+    ap.add_argument("--state", required=True, help="state folder (resumable)")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    spec = yaml.safe_load(open(args.config))
+    recipe = spec["backbones"][args.backbone].get("pretrain_stages") or spec["pretrain"]["stages"]
+    extra = json.loads(args.stages)
+    pt = {**spec["pretrain"], "stages": extra}
+    offset = len(recipe)
+    sources = {s["name"]: twin_job.stage_source(s, offset + i, pt, spec["world"]) for i, s in enumerate(extra)}
+    backbone = load_backbone(args.release)  # its own tokenizer (not AutoTokenizer's: see loading.load_tokenizer)
+    t0 = time.perf_counter()
+
+    def on_step(log) -> None:
+        if log.step % 50 == 0:
+            print(json.dumps({"step": log.step, "stage": log.stage, "loss": round(log.loss, 4),
+                              "s": round(time.perf_counter() - t0)}), flush=True)
+
+    lr_scale = spec["backbones"][args.backbone].get("lr_scale", 1.0)
+    metrics = pretrain(backbone, sources, twin_job.pretrain_config(pt, lr_scale), on_step=on_step,
+                       state_dir=args.state, checkpoint_every=100,
+                       recipe={"release": args.release, "stages": extra, "offset": offset})
+    print(json.dumps({"done": metrics.steps, "wall_s": round(metrics.wall_s)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
