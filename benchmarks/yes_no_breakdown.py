@@ -34,7 +34,8 @@ def main() -> None:
     backbone, what = twin_source.load(ap, args)
     records = synthetic_records(args.benchmark, args.n, args.seed, spec["world"])
     (rows, score), = evaluate_settings(backbone, records, args.benchmark, [(1.0, "cdpruner")],
-                                       spec["reduction"]["floor"], 40, progress=False)
+                                       spec["reduction"]["floor"], spec["evaluation"]["batch_size"],
+                                       progress=False)
     counts = collections.defaultdict(collections.Counter)
     for record, row in zip(records, rows):
         meta = json.loads(record["meta"])
