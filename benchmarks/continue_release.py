@@ -23,6 +23,7 @@ import yaml
 from ltopd.models import twin_job
 from ltopd.models.loading import load_backbone
 from ltopd.models.pretrain import pretrain
+from ltopd.models.release import twin_spec
 
 
 def main() -> None:
@@ -35,11 +36,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    spec = yaml.safe_load(open(args.config))
-    recipe = spec["backbones"][args.backbone].get("pretrain_stages") or spec["pretrain"]["stages"]
+    spec = twin_spec(yaml.safe_load(open(args.config)), args.backbone)
     extra = json.loads(args.stages)
     pt = {**spec["pretrain"], "stages": extra}
-    offset = len(recipe)
+    offset = len(spec["pretrain"]["stages"])  # the release's own stages come first
     sources = {s["name"]: twin_job.stage_source(s, offset + i, pt, spec["world"]) for i, s in enumerate(extra)}
     backbone = load_backbone(args.release)  # its own tokenizer (not AutoTokenizer's: see loading.load_tokenizer)
     t0 = time.perf_counter()

@@ -13,6 +13,7 @@ import json
 import yaml
 
 from ltopd.models import twin_job
+from ltopd.models.release import twin_spec
 
 
 def main() -> None:
@@ -22,13 +23,12 @@ def main() -> None:
     ap.add_argument("--stage", default="mix")
     ap.add_argument("--n", type=int, default=3000)
     args = ap.parse_args()
-    spec = yaml.safe_load(open(args.config))
-    stages = spec["backbones"][args.backbone].get("pretrain_stages") or spec["pretrain"]["stages"]
+    spec = twin_spec(yaml.safe_load(open(args.config)), args.backbone)
+    stages = spec["pretrain"]["stages"]
     index = next((i for i, s in enumerate(stages) if s["name"] == args.stage), None)
     if index is None:
         ap.error(f"--stage {args.stage!r}: {args.backbone}'s stages are {[s['name'] for s in stages]}")
-    pt = {**spec["pretrain"], "stages": stages}
-    source = twin_job.stage_source(stages[index], index, pt, spec["world"])
+    source = twin_job.stage_source(stages[index], index, spec["pretrain"], spec["world"])
     counts = collections.Counter()
     for record in itertools.islice(source(0), args.n):
         answer = str(record["answer"]).strip().lower()
