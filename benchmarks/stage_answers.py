@@ -1,4 +1,4 @@
-"""The answers a pretraining stage teaches: yes / no counts per item source over the first --n
+"""The answers a pretraining stage teaches: yes / no counts per item template over the first --n
 items of one stage of a twin's recipe (is a yes/no drift a label skew?):
 
     python benchmarks/stage_answers.py [--backbone qwen35-tiny] [--stage mix] [--n 3000]
@@ -33,11 +33,11 @@ def main() -> None:
     for record in itertools.islice(source(0), args.n):
         answer = str(record["answer"]).strip().lower()
         if answer in ("yes", "no"):
-            counts[record.get("benchmark") or json.loads(record["meta"]).get("template", "?"), answer] += 1
-    print(f"{args.backbone} stage {args.stage!r}, first {args.n} items: yes / no answers by source\n")
-    print("| source | yes | no |\n|---|---|---|")
-    for source_name in sorted({k for k, _ in counts}):
-        print(f"| {source_name} | {counts[source_name, 'yes']} | {counts[source_name, 'no']} |")
+            counts[json.loads(record["meta"])["template"], answer] += 1  # e.g. mme/color, exists/color-shape
+    print(f"{args.backbone} stage {args.stage!r}, first {args.n} items: yes / no answers by template\n")
+    print("| template | yes | no |\n|---|---|---|")
+    for template in sorted({k for k, _ in counts}):
+        print(f"| {template} | {counts[template, 'yes']} | {counts[template, 'no']} |")
 
 
 if __name__ == "__main__":
