@@ -13,7 +13,8 @@ objects on each cell (image tokens that are words; "first": on the first object 
 "asked": there, only the word of the asked kind). Every --eval-every updates it prints one JSON
 line: the mean training loss and the accuracy per task on 192 held-out items (the first answer
 token; for exists1cot and exists1echo every response token, the verdict included, under teacher
-forcing). Stops at --deadline s.
+forcing, and as "<task>_verdict" the verdict alone, its prefix given; held-out items of a
+--pre-text-only stage are keyed "<task>_text"). Stops at --deadline s.
 Measurements: docs/pretraining.md ("Why existence is not learned" and the sections after it).
 
   python benchmarks/binding_lab.py --name x --tok releases/qwen35-tiny --vision-state STATE.pt \
@@ -106,7 +107,8 @@ def stream(seed, start=0, tasks=tasks, text_only=False):
     ws = [made[t]() if t in made else task_stream([t], seed, w, 0) for t in tasks]
     items = (next(ws[i % len(ws)]) for i in itertools.count())
     if text_only:  # the language model alone: no image in the prompt
-        items = ({**r, "images": []} for r in items)
+        items = ({**r, "images": [], "meta": json.dumps({**json.loads(r["meta"]),
+                  "template": json.loads(r["meta"])["template"] + "_text"})} for r in items)
     return itertools.islice(items, start, None)
 
 
@@ -127,12 +129,23 @@ def evaluate():
             for i, r in enumerate(recs):
                 template = json.loads(r["meta"])["template"]
                 at = torch.nonzero(b.response_mask[i])[:, 0]
-                if template not in ("exists1cot", "exists1echo"):  # the first answer token; else all (verdict too)
+                named = template.removesuffix("_text") in ("exists1cot", "exists1echo")
+                if not named:  # the first answer token; else all (verdict too)
                     at = at[:1]
                 ok = bool((logits[i, at - 1].argmax(-1) == b.labels[i, at]).all())
                 right.setdefault(template, []).append(ok)
+                if named:  # the verdict alone, its prefix given
+                    v = [int(p) for p in at if int(b.labels[i, p]) in verdict_ids()][-1]
+                    right.setdefault(f"{template}_verdict", []).append(
+                        bool(logits[i, v - 1].argmax(-1) == b.labels[i, v]))
     model.train()
     return {k: round(float(np.mean(v)), 3) for k, v in sorted(right.items())}
+
+
+@functools.cache
+def verdict_ids() -> set[int]:
+    """Token ids of "yes" and "no", with and without the leading space."""
+    return {tok(w, add_special_tokens=False)["input_ids"][0] for w in ("yes", "no", " yes", " no")}
 
 
 @functools.cache

@@ -10,6 +10,9 @@ rebuilding the stages before them. Resumable; the state is what gate_state.py re
 
 The extra stages' item streams are those they would get appended to the recipe (their index
 counts on from the recipe's last stage), so a rebuild with them appended sees the same items.
+Two stage keys exist here only (not yet in the release recipe): `evidence`, twins of the stage's
+`bench` whose items are answered evidence-first ("cyan, so B"), and `text_only`, the items
+without their images (ltopd.bench.evidence).
 """
 from __future__ import annotations
 
@@ -20,10 +23,19 @@ import time
 import torch
 import yaml
 
+from ltopd.bench.evidence import restyle
 from ltopd.models import twin_job
 from ltopd.models.loading import load_backbone
 from ltopd.models.pretrain import pretrain
 from ltopd.models.release import twin_spec
+
+
+def styled(stage: dict, source):
+    """A stage's `evidence` twins answered evidence-first and, with `text_only`, its items without
+    their images (ltopd.bench.evidence; lab keys: the release recipe's stages have neither yet)."""
+    if not stage.get("evidence") and not stage.get("text_only"):
+        return source
+    return lambda start: restyle(source(start), stage.get("evidence", ()), stage.get("text_only", False))
 
 
 def main() -> None:
@@ -40,7 +52,8 @@ def main() -> None:
     extra = json.loads(args.stages)
     pt = {**spec["pretrain"], "stages": extra}
     offset = len(spec["pretrain"]["stages"])  # the release's own stages come first
-    sources = {s["name"]: twin_job.stage_source(s, offset + i, pt, spec["world"]) for i, s in enumerate(extra)}
+    sources = {s["name"]: styled(s, twin_job.stage_source(s, offset + i, pt, spec["world"]))
+               for i, s in enumerate(extra)}
     backbone = load_backbone(args.release)  # its own tokenizer (not AutoTokenizer's: see loading.load_tokenizer)
     t0 = time.perf_counter()
 

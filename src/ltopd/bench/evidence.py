@@ -1,0 +1,89 @@
+"""Evidence-first answers for the miniature's instruction items: "<evidence>, so <answer>".
+
+The tiny twins' language models are trained from scratch, and they do not learn to compare a
+word of the question with the image in one step (docs/pretraining.md: existence and option
+letters stay at the question-only prior). They do learn to name what the image shows, and,
+after a text-only stage, to compare two words of their context. Answering "yellow, so no" or
+"cyan, so B" splits the question into those two steps, as a real model's short reasoning does.
+
+Lab use for now (benchmarks/continue_release.py's `evidence` and `text_only` stage keys): no
+release is built with it yet, so it lives outside the release code the manifests hash.
+
+Only benchmarks whose official parser reads the answer out of such a reply get the style (each
+registered function's test scores its replies with that parser):
+
+* POPE: "no" anywhere in the first sentence reads as no, else yes (RUCAIBox/POPE).
+* HR-Bench, MMBench, MuirBench: VLMEvalKit's ``can_infer``, exactly one option letter among the
+  words.
+* MMMU: the official ``parse_multi_choice_response`` finds " B " in the padded reply.
+
+Not the others: V*Bench's parser reads a reply that starts with A-D as that letter ("cyan, so
+B" would read C), MME's reads yes/no in the first four characters, GQA, TextVQA and OCRBench
+match the whole answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+
+NONE = "none"  # the evidence when nothing of the asked kind is present
+
+
+def _meta(record: dict) -> dict:
+    meta = record.get("meta") or {}
+    return meta if isinstance(meta, dict) else json.loads(meta)
+
+
+def option_evidence(record: dict) -> str | None:
+    """A choice item's evidence: the text of its correct option (None for open questions)."""
+    options, answer = record.get("options") or [], str(record["answer"]).strip()
+    if not options or len(answer) != 1:
+        return None
+    index = ord(answer.upper()) - ord("A")
+    return str(options[index]) if 0 <= index < len(options) else None
+
+
+def pope_evidence(record: dict) -> str:
+    """'Is there a yellow cross?': the colours of the crosses in the image, or 'none'."""
+    meta = _meta(record)
+    shape = str(meta["object"]).split()[-1]
+    colors = sorted({o["color"] for o in meta["scene"]["objects"] if o["shape"] == shape})
+    return " ".join(colors) or NONE
+
+
+EVIDENCE: dict[str, Callable[[dict], str | None]] = {
+    "pope": pope_evidence,
+    "hrbench4k": option_evidence,
+    "mmbench": option_evidence,
+    "muirbench": option_evidence,
+    "mmmu": option_evidence,
+}
+
+
+def with_evidence(record: dict, benchmark: str) -> dict:
+    """The record with its answer (and response) evidence-first; unchanged where the benchmark
+    has no evidence style or the item none (open MMMU questions)."""
+    if benchmark not in EVIDENCE:
+        raise ValueError(f"no evidence-first style for {benchmark!r}; allowed values: {sorted(EVIDENCE)}")
+    evidence = EVIDENCE[benchmark](record)
+    if evidence is None:
+        return record
+    answer = f"{evidence}, so {str(record['answer']).strip()}"
+    return {**record, "answer": answer, "response": answer}
+
+
+def text_only(record: dict) -> dict:
+    """The record without its images: a language stage (the answer's evidence is then not
+    predictable, the step from evidence to answer is)."""
+    return {**record, "images": []}
+
+
+def restyle(items: Iterable[dict], evidence: Iterable[str] = (), drop_images: bool = False) -> Iterator[dict]:
+    """Apply a stage's answer style and image policy to its instruction items. An item's
+    benchmark is its ``source`` field."""
+    evidence = set(evidence)
+    for record in items:
+        if record.get("source") in evidence:
+            record = with_evidence(record, record["source"])
+        yield text_only(record) if drop_images else record
