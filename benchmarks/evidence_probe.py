@@ -31,7 +31,7 @@ def spans(tok, answer: str, target: str) -> tuple[int, int]:
     """Token counts of the evidence and of the evidence with ", so" in the target's own
     tokenisation (checked to be prefixes of it)."""
     ids = tok(target, add_special_tokens=False)["input_ids"]
-    evidence, answer_text = answer.rsplit(SEP, 1)
+    evidence = answer.rsplit(SEP, 1)[0]
     counts = []
     for prefix in (evidence, evidence + SEP.rstrip()):
         head = tok(prefix, add_special_tokens=False)["input_ids"]

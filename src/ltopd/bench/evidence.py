@@ -62,8 +62,8 @@ EVIDENCE: dict[str, Callable[[dict], str | None]] = {
 
 
 def with_evidence(record: dict, benchmark: str) -> dict:
-    """The record with its answer (and response) evidence-first; unchanged where the benchmark
-    has no evidence style or the item none (open MMMU questions)."""
+    """The record with its answer (and response) evidence-first; the record itself where the
+    item has no evidence (open MMMU questions). A benchmark without the style is an error."""
     if benchmark not in EVIDENCE:
         raise ValueError(f"no evidence-first style for {benchmark!r}; allowed values: {sorted(EVIDENCE)}")
     evidence = EVIDENCE[benchmark](record)
