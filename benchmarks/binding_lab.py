@@ -96,6 +96,12 @@ w = lab_world(lo, hi)
 tasks = a.tasks.split(",")
 
 
+def without_image(r: dict) -> dict:
+    """The item without its image, its template keyed apart ("<template>_text")."""
+    meta = json.loads(r["meta"])
+    return {**r, "images": [], "meta": json.dumps({**meta, "template": meta["template"] + "_text"})}
+
+
 def stream(seed, start=0, tasks=tasks, text_only=False):
     made = {
         "exists1": lambda: exists1(seed, 0, w),
@@ -107,8 +113,7 @@ def stream(seed, start=0, tasks=tasks, text_only=False):
     ws = [made[t]() if t in made else task_stream([t], seed, w, 0) for t in tasks]
     items = (next(ws[i % len(ws)]) for i in itertools.count())
     if text_only:  # the language model alone: no image in the prompt
-        items = ({**r, "images": [], "meta": json.dumps({**json.loads(r["meta"]),
-                  "template": json.loads(r["meta"])["template"] + "_text"})} for r in items)
+        items = map(without_image, items)
     return itertools.islice(items, start, None)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 import torch
+import yaml
 
 import twin_source  # benchmarks/twin_source.py, beside this script
 from ltopd.bench.evaluate import evaluate_settings
@@ -25,14 +26,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     twin_source.add_arguments(ap)
     ap.add_argument("--bench", default="hrbench4k,mmbench,mmmu,muirbench,pope")
+    ap.add_argument("--config", default="config/default.yaml", help="profile: the world of the gate items")
     ap.add_argument("--n", type=int, default=200, help="gate items per benchmark")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    world = yaml.safe_load(open(args.config))["world"]  # as the release's gates draw them
     backbone, what = twin_source.load(ap, args)
     print(f"{what}, {args.n} gate items per benchmark\n")
     print("| benchmark | with the images | without them (blind) | difference |\n|---|---|---|---|")
     for bench in args.bench.split(","):
-        records = synthetic_records(bench, args.n, GATE_SEED, {"image_size": 256})
+        records = synthetic_records(bench, args.n, GATE_SEED, world)
         scores = []
         for recs in (records, [text_only(r) for r in records]):
             [(_, metrics)] = evaluate_settings(backbone, recs, bench, [(1.0, "cdpruner")], progress=False)

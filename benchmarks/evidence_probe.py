@@ -17,6 +17,7 @@ import json
 
 import numpy as np
 import torch
+import yaml
 
 import twin_source  # benchmarks/twin_source.py, beside this script
 from ltopd.bench.evidence import EVIDENCE, text_only, with_evidence
@@ -65,14 +66,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     twin_source.add_arguments(ap)
     ap.add_argument("--bench", default=",".join(EVIDENCE), help=f"comma-separated, of {sorted(EVIDENCE)}")
+    ap.add_argument("--config", default="config/default.yaml", help="profile: the world of the gate items")
     ap.add_argument("--n", type=int, default=200, help="gate items per benchmark (the styled ones are probed)")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    world = yaml.safe_load(open(args.config))["world"]  # as the release's gates draw them
     backbone, what = twin_source.load(ap, args)
     print(what)
     for bench in args.bench.split(","):
-        plain = synthetic_records(bench, args.n, GATE_SEED, {"image_size": 256})
+        plain = synthetic_records(bench, args.n, GATE_SEED, world)
         styled = [with_evidence(r, bench) for r in plain]
         styled = [r for r, p in zip(styled, plain) if r is not p]
         row = {"benchmark": bench, "n": len(styled), "image": marks(backbone, styled),

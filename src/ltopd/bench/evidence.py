@@ -24,15 +24,11 @@ match the whole answer.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 
+from ltopd.bench.scoring.common import meta_of
+
 NONE = "none"  # the evidence when nothing of the asked kind is present
-
-
-def _meta(record: dict) -> dict:
-    meta = record.get("meta") or {}
-    return meta if isinstance(meta, dict) else json.loads(meta)
 
 
 def option_evidence(record: dict) -> str | None:
@@ -46,7 +42,7 @@ def option_evidence(record: dict) -> str | None:
 
 def pope_evidence(record: dict) -> str:
     """'Is there a yellow cross?': the colours of the crosses in the image, or 'none'."""
-    meta = _meta(record)
+    meta = meta_of(record)
     shape = str(meta["object"]).split()[-1]
     colors = sorted({o["color"] for o in meta["scene"]["objects"] if o["shape"] == shape})
     return " ".join(colors) or NONE
