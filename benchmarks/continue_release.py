@@ -46,6 +46,8 @@ def main() -> None:
     ap.add_argument("--stages", required=True, help="the extra stages, a JSON list in the recipe's stage format")
     ap.add_argument("--state", required=True, help="state folder (resumable)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--snapshots", default="", help="comma-separated update counts at which to save the "
+                    "weights as STATE/step<N>.pt as well (gate_state.py reads them): the end of each stage")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     spec = twin_spec(yaml.safe_load(open(args.config)), args.backbone)
@@ -57,7 +59,12 @@ def main() -> None:
     backbone = load_backbone(args.release)  # its own tokenizer (not AutoTokenizer's: see loading.load_tokenizer)
     t0 = time.perf_counter()
 
+    snapshots = {int(x) for x in args.snapshots.split(",") if x}
+
     def on_step(log) -> None:
+        if log.step in snapshots:
+            torch.save({"model": backbone.model.state_dict(), "steps": log.step, "wall_s": log.elapsed_s},
+                       f"{args.state}/step{log.step}.pt")
         if log.step % 50 == 0:
             print(json.dumps({"step": log.step, "stage": log.stage, "loss": round(log.loss, 4),
                               "s": round(time.perf_counter() - t0)}), flush=True)

@@ -44,7 +44,8 @@ def test_every_name_a_profile_uses_resolves_in_the_catalog(path: Path) -> None:
 def test_registries_cover_exactly_the_catalog() -> None:
     assert set(SELECTORS) == set(catalog.methods_of_kind("selector"))
     assert set(TRAINED) == set(catalog.methods_of_kind("trained"))
-    assert catalog.methods_of_kind("reference") == ["full"]
+    assert catalog.methods_of_kind("reference") == ["full", "blind"]  # every token; no image at all
+    assert [m for m, spec in catalog.METHODS.items() if not spec.images] == ["blind"]
     assert list(SUITES) == list(SCORERS) == list(catalog.BENCHMARKS)
     for name, bench in catalog.BENCHMARKS.items():
         assert SUITES[name].generation_cap == bench.generation_cap

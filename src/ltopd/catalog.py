@@ -28,11 +28,13 @@ class Method:
     """A row of the tables. ``kind``: "reference" keeps every token; "selector" reduces at each
     budget of the grid by itself (a registered selector of ltopd.selectors); "trained" trains the
     student at the grid's smallest budget (ltopd.train.methods.TRAINED holds its recipe) and is
-    evaluated there with the profile's ``training.selector``."""
+    evaluated there with the profile's ``training.selector``. ``images`` False: the model is asked
+    without the items' images (the blind twin, a baseline of the gates)."""
 
     name: str
     label: str
     kind: MethodKind
+    images: bool = True
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ def _index(*items: Any) -> dict[str, Any]:
 # LT-OPD after its ablations' baselines (Table 2), then Table 6's RL algorithms.
 METHODS: dict[str, Method] = _index(
     Method("full", "Full tokens", "reference"),
+    Method("blind", "Blind (no image)", "reference", images=False),
     Method("fastv", "FastV", "selector"),
     Method("divprune", "DivPrune", "selector"),
     Method("dart", "DART", "selector"),

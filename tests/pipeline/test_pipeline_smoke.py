@@ -104,12 +104,13 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
 
     rows = list(csv.DictReader((out / "results" / "table2.csv").open()))
     ours = [(r["method"], r["budget"]) for r in rows if r["source"] == "ours"]
-    assert ours == [("full", "1"), ("cdpruner", "0.05"), ("llava_mini", "0.05"), ("ltopd", "0.05"),
+    assert ours == [("full", "1"), ("blind", "1"), ("cdpruner", "0.05"), ("llava_mini", "0.05"), ("ltopd", "0.05"),
                     ("ltopd_teacher_ema", "0.05"), ("ltopd_trust_region", "0.05")]
     assert any(r["source"] == "paper" and r["method"] == "ltopd" and r["avg_retain"] == "82.30" for r in rows)
     full = next(r for r in rows if r["method"] == "full" and r["source"] == "ours")
     assert full["avg_retain"] in ("100.00", "")  # empty only if every full score is 0
-    assert "| paper | LT-OPD | 5% |" in (out / "results" / "table2.md").read_text()
+    md = (out / "results" / "table2.md").read_text()
+    assert "| paper | LT-OPD | 5% |" in md and "| gate | Gate: full - QO and full - blind >= 3 SE |" in md
     assert (out / "results" / "figures" / "table2_retain_vs_budget.png").stat().st_size > 1000
 
     from mlflow.tracking import MlflowClient
@@ -122,7 +123,7 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
     from ltopd.grid import eval_jobs
 
     cfg = yaml.safe_load((repo / "config" / "smoke.yaml").read_text())
-    assert len(runs) == sum(1 for _ in eval_jobs(cfg)) == 34 and all(r.info.status == "FINISHED" for r in runs)
+    assert len(runs) == sum(1 for _ in eval_jobs(cfg)) == 36 and all(r.info.status == "FINISHED" for r in runs)
     for bench in ("vstar", "pope"):
         job = out / "results" / "eval" / "qwen35-tiny" / "cdpruner" / "0.05" / bench / "seed0"
         metrics = json.loads((job / "metrics.json").read_text())

@@ -292,6 +292,34 @@ def test_gate_keeps_only_benchmarks_full_tokens_clearly_win() -> None:
     assert re.search(r"LT-OPD - CDPruner at 5%: \+22\.2 retain points, 95% CI \[[\d.]+, [\d.]+\]", text)
 
 
+@pytest.mark.parametrize("blind_gqa, passes", [("as full tokens", False), ("all wrong", True)])
+def test_the_blind_twin_is_the_gates_second_baseline(blind_gqa, passes) -> None:
+    from ltopd.bench.scoring import score
+
+    results, preds, fit = _evidence()
+    full = {b: preds[("bb", "full", 1.0, b, 0)] for b in ("gqa", "vstar")}
+    blind = {"gqa": [dict(r) if blind_gqa == "as full tokens" else dict(r, prediction="zz") for r in full["gqa"]],
+             "vstar": [dict(r, prediction="A") for r in full["vstar"]]}
+    for b, rows in blind.items():
+        preds[("bb", "blind", 1.0, b, 0)] = rows
+        results.append({"backbone": "bb", "method": "blind", "budget": 1.0, "benchmark": b, "seed": 0,
+                        "score": score(b, rows)["score"]})
+    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=300)
+    ours = [r for r in rows if r["source"] != "paper"]
+    assert [(r["source"], r["method"]) for r in ours][:4] == [
+        ("ours", "full"), ("baseline", "question_only"), ("gate", "gate"), ("ours", "blind")]
+    gate = ours[2]
+    # GQA clears the fitted answer prior (90 vs 12.5) either way; the blind twin decides
+    assert gate["bench"]["gqa"].mean >= gates.GATE_SE
+    assert gate["retain_over"] == (["gqa"] if passes else [])
+    expected = r"pass \(\+[\d.]+ SE; blind \+[\d.]+ SE\)" if passes else r"fail \(\+[\d.]+ SE; blind \+0\.0 SE\)"
+    assert re.fullmatch(expected, gate["text"]["gqa"]), gate["text"]["gqa"]
+    md = table2.to_markdown(rows, ["gqa", "vstar"], notes)
+    assert "| gate | Gate: full - QO and full - blind >= 3 SE |" in md
+    assert "| ours | Blind (no image) | 100% | " in md
+    assert any("and the blind twin (the model asked without the images) too" in n for n in notes)
+
+
 def test_gated_table_files() -> None:
     results, preds, fit = _evidence()
     rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=300)

@@ -39,7 +39,9 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, meth
               progress: bool = True) -> list[dict[str, Any]]:
     """Evaluate `model` on every target; returns the metrics written, in target order."""
     from ltopd.bench.evaluate import evaluate_settings
+    from ltopd.bench.evidence import text_only
     from ltopd.bench.store import load_saved
+    from ltopd.catalog import METHODS
     from ltopd.grid import eval_setting
     from ltopd.models.loading import load_backbone
 
@@ -52,6 +54,8 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, meth
         by_benchmark.setdefault((t.benchmark, t.records), []).append(i)
     for (benchmark, records_dir), idx in by_benchmark.items():
         records = load_saved(records_dir)
+        if not METHODS[method].images:  # the blind twin: the same questions without their images
+            records = [text_only(r) for r in records]
         setups = [eval_setting(method, targets[i].budget, train_selector) for i in idx]
         results = evaluate_settings(backbone, records, benchmark, setups, floor, batch_size, seed=seed,
                                     progress=progress)

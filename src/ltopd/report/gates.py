@@ -30,7 +30,9 @@ def question_only(rows: Sequence[dict], benchmark: str, fit: Sequence[dict] | No
 
 @dataclass(frozen=True)
 class Gate:
-    """Full tokens vs the out-of-sample question-only baseline on one benchmark's items."""
+    """Full tokens vs the out-of-sample question-only baseline on one benchmark's items, and,
+    when it was evaluated, vs the blind twin (the same model asked without the images: it keeps
+    the model's own text skills, which a fitted answer prior lacks). Both must be cleared."""
 
     benchmark: str
     seed: int
@@ -38,6 +40,7 @@ class Gate:
     qo: float
     diff: stats.Interval  # full - QO: (diff, lo, hi, se)
     need: float           # required margin in SEs
+    blind: Gate | None = None  # full vs the blind twin (its `qo` is the blind score)
 
     @property
     def margin(self) -> float:
@@ -49,18 +52,29 @@ class Gate:
 
     @property
     def passed(self) -> bool:
-        return self.margin >= self.need
+        return self.margin >= self.need and (self.blind is None or self.blind.passed)
+
+    @property
+    def verdict(self) -> str:
+        """'pass (+7.0 SE)', with the blind twin's margin where it was evaluated."""
+        blind = f"; blind {self.blind.margin:+.1f} SE" if self.blind else ""
+        return f"{'pass' if self.passed else 'fail'} ({self.margin:+.1f} SE{blind})"
 
     def describe(self) -> str:
+        blind = (f"; vs blind {self.blind.qo:.1f}: {self.blind.margin:+.1f} SE (diff {self.blind.diff.estimate:+.1f}, "
+                 f"SE {self.blind.diff.se:.2f})" if self.blind else "")
         return (f"{self.benchmark} {self.margin:+.1f} SE (full {self.full:.1f} vs QO {self.qo:.1f}, "
-                f"diff {self.diff.estimate:+.1f}, SE {self.diff.se:.2f})")
+                f"diff {self.diff.estimate:+.1f}, SE {self.diff.se:.2f}{blind})")
 
 
 def gate(full_rows: Sequence[dict], qo_rows: Sequence[dict], benchmark: str, seed: int = 0,
-         n_boot: int = 1000, boot_seed: int = 0, need: float = GATE_SE) -> Gate:
-    """The gate of ``benchmark``: paired bootstrap of full - QO over its units."""
+         n_boot: int = 1000, boot_seed: int = 0, need: float = GATE_SE,
+         blind_rows: Sequence[dict] | None = None) -> Gate:
+    """The gate of ``benchmark``: paired bootstrap of full - QO over its units, and of full -
+    blind twin when ``blind_rows`` (the same items' predictions without images) are given."""
     from ltopd.bench.scoring import score
 
     diff = stats.paired_diff_ci(full_rows, qo_rows, benchmark, n_boot, boot_seed)
+    blind = None if blind_rows is None else gate(full_rows, blind_rows, benchmark, seed, n_boot, boot_seed, need)
     return Gate(benchmark, seed, score(benchmark, list(full_rows))["score"], score(benchmark, list(qo_rows))["score"],
-                diff, need)
+                diff, need, blind)

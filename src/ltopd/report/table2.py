@@ -191,6 +191,7 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
     if not full_runs:
         raise ValueError(f"no full-token predictions for backbone {backbone!r}: the gates need them")
     first = min(full_runs)
+    blind = _runs(preds, backbone, "blind", 1.0).get(first, {})  # the blind twin on the gate's items
     qo_scores: dict[str, list[float]] = defaultdict(list)
     how: dict[str, set[str]] = defaultdict(set)
     gates: dict[str, Gate] = {}
@@ -203,14 +204,16 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
             how[b].add(fitted)
             qo_scores[b].append(score(b, qo_rows)["score"])
             if s == first:
-                gates[b] = gate(per_bench[b], qo_rows, b, s, n_boot, boot_seed, need)
+                gates[b] = gate(per_bench[b], qo_rows, b, s, n_boot, boot_seed, need, blind.get(b))
     gated = [b for b in benchmarks if b in gates and gates[b].passed]
     failed = [b for b in benchmarks if b in gates and b not in gated]
     missing = [b for b in benchmarks if b not in gates]
     level_pct = f"{100 * level:g}%"
     notes = [f"gate (seed {first}): a benchmark enters the average retain ratio only if full tokens beat the "
              f"question-only baseline (out of sample) by >= {need:g} SE (paired bootstrap over units, "
-             f"{n_boot} replicates); passed: " + ("; ".join(gates[b].describe() for b in gated) or "none")
+             f"{n_boot} replicates)"
+             + (f", and the blind twin (the model asked without the images) too, where evaluated ({sorted(blind)})"
+                if blind else "") + "; passed: " + ("; ".join(gates[b].describe() for b in gated) or "none")
              + "; failed: " + ("; ".join(gates[b].describe() for b in failed) or "none")
              + (f"; no full-token predictions (left out): {missing}" if missing else "") + ".",
              "question-only baseline (out of sample: most frequent answer per task, template and has-options, "
@@ -247,9 +250,10 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
               "seeds": len(full_runs), "bench": {b: Stat.of(qo_scores.get(b, [])) for b in benchmarks},
               "avg_retain": None, "retain_over": []}
     gate_row = {"source": "gate", "backbone": backbone, "method": "gate", "budget": None, "seeds": 1,
+                "label": f"Gate: full - QO{' and full - blind' if blind else ''} >= {need:g} SE",
                 "bench": {b: Stat(gates[b].margin, math.nan, 1) if b in gates else Stat(math.nan, math.nan, 0)
                           for b in benchmarks},
-                "text": {b: ("pass" if g.passed else "fail") + f" ({g.margin:+.1f} SE)" for b, g in gates.items()},
+                "text": {b: g.verdict for b, g in gates.items()},
                 "avg_retain": None, "retain_over": gated}
     return Evidence(gates, gated, intervals, [qo_row, gate_row], notes)
 
@@ -329,8 +333,8 @@ def to_markdown(rows: list[dict[str, Any]], benchmarks: Sequence[str], notes: Se
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         mark = {"paper": "paper", "gate": "gate"}.get(r["source"], "ours")
-        label = {"question_only": QO_LABEL, "gate": f"Gate: full - QO >= {GATE_SE:g} SE"}.get(r["method"]) \
-            if r["source"] in ("baseline", "gate") else display_name(r["method"])
+        labels = {"question_only": QO_LABEL, "gate": r.get("label", f"Gate: full - QO >= {GATE_SE:g} SE")}
+        label = labels.get(r["method"]) if r["source"] in ("baseline", "gate") else display_name(r["method"])
         text = r.get("text") or {}
         cells = [text.get(b, "") if r["source"] == "gate" else _cell(r["bench"].get(b), r["seeds"]) for b in benchmarks]
         lines.append("| " + " | ".join([mark, *([r["backbone"]] if show_backbone else []), label,
