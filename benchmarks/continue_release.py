@@ -46,6 +46,9 @@ def main() -> None:
     ap.add_argument("--stages", required=True, help="the extra stages, a JSON list in the recipe's stage format")
     ap.add_argument("--state", required=True, help="state folder (resumable)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--init", help="start from this saved state's weights (a --snapshots file), not the release's")
+    ap.add_argument("--index-offset", type=int, help="the recipe index of the first extra stage (default: right after "
+                    "the release's own stages); with --init, count the stages that state already ran")
     ap.add_argument("--snapshots", default="", help="comma-separated update counts at which to save the "
                     "weights as STATE/step<N>.pt as well (gate_state.py reads them): the end of each stage")
     args = ap.parse_args()
@@ -53,10 +56,12 @@ def main() -> None:
     spec = twin_spec(yaml.safe_load(open(args.config)), args.backbone)
     extra = json.loads(args.stages)
     pt = {**spec["pretrain"], "stages": extra}
-    offset = len(spec["pretrain"]["stages"])  # the release's own stages come first
+    offset = len(spec["pretrain"]["stages"]) if args.index_offset is None else args.index_offset
     sources = {s["name"]: styled(s, twin_job.stage_source(s, offset + i, pt, spec["world"]))
                for i, s in enumerate(extra)}
     backbone = load_backbone(args.release)  # its own tokenizer (not AutoTokenizer's: see loading.load_tokenizer)
+    if args.init:
+        backbone.model.load_state_dict(torch.load(args.init, map_location="cpu", weights_only=False)["model"])
     t0 = time.perf_counter()
 
     snapshots = {int(x) for x in args.snapshots.split(",") if x}
@@ -72,7 +77,7 @@ def main() -> None:
     lr_scale = spec["backbones"][args.backbone].get("lr_scale", 1.0)
     metrics = pretrain(backbone, sources, twin_job.pretrain_config(pt, lr_scale), on_step=on_step,
                        state_dir=args.state, checkpoint_every=100,
-                       recipe={"release": args.release, "stages": extra, "offset": offset})
+                       recipe={"release": args.release, "init": args.init, "stages": extra, "offset": offset})
     print(json.dumps({"done": metrics.steps, "wall_s": round(metrics.wall_s)}), flush=True)
 
 

@@ -48,7 +48,21 @@ def test_pope_evidence_names_the_colours_of_the_asked_shape_by_hand():
     ask = lambda obj: {"meta": json.dumps({"object": obj, "scene": scene}), "answer": "no"}  # noqa: E731
     assert pope_evidence(ask("green cross")) == "blue yellow"
     assert pope_evidence(ask("red circle")) == "none"
-    assert with_evidence(ask("green cross"), "pope")["answer"] == "blue yellow, so no"
+    styled = with_evidence(dict(ask("green cross"), question="Is there a green cross in the image?"), "pope")
+    assert styled["answer"] == "blue yellow, so no"
+    # asked for in the question, which is otherwise GQA's and the world task's word for word
+    assert styled["question"] == ("Is there a green cross in the image? "
+                                  "First name the colour of each cross, then answer yes or no.")
+
+
+def test_only_twins_sharing_a_plain_question_get_an_instruction():
+    from ltopd.bench.evidence import INSTRUCTIONS, instructed
+
+    assert set(INSTRUCTIONS) == {"pope"} <= set(EVIDENCE)
+    gqa = synthetic_records("gqa", 2, 3, WORLD)[0]
+    assert instructed(gqa, "gqa") is gqa
+    for r in synthetic_records("mmbench", 8, 3, WORLD):  # option lists set the choice twins apart already
+        assert with_evidence(r, "mmbench")["question"] == r["question"]
 
 
 def test_pope_evidence_agrees_with_the_label():

@@ -6,8 +6,13 @@ letters stay at the question-only prior). They do learn to name what the image s
 after a text-only stage, to compare two words of their context. Answering "yellow, so no" or
 "cyan, so B" splits the question into those two steps, as a real model's short reasoning does.
 
-Lab use for now (benchmarks/continue_release.py's `evidence` and `text_only` stage keys): no
-release is built with it yet, so it lives outside the release code the manifests hash.
+Where a twin's plain question is word for word another's (POPE's existence questions are GQA's
+and the world's `exists` task's), the style is asked for in the question (:data:`INSTRUCTIONS`):
+with two formats for one prompt the plain one wins (docs/pretraining.md).
+
+Lab use for now (benchmarks/continue_release.py's `evidence` and `text_only` stage keys,
+blind_gate.py's `--evidence`): no release is built with it yet, so it lives outside the release
+code the manifests hash.
 
 Only benchmarks whose official parser reads the answer out of such a reply get the style (each
 registered function's test scores its replies with that parser):
@@ -57,16 +62,31 @@ EVIDENCE: dict[str, Callable[[dict], str | None]] = {
 }
 
 
+def _pope_instruction(record: dict) -> str:
+    return f"First name the colour of each {str(meta_of(record)['object']).split()[-1]}, then answer yes or no."
+
+
+# The instruction appended to the question of a twin whose plain question another twin shares.
+INSTRUCTIONS: dict[str, Callable[[dict], str]] = {"pope": _pope_instruction}
+
+
+def instructed(record: dict, benchmark: str) -> dict:
+    """The record as the evidence-first style asks it: its question with the twin's instruction
+    (unchanged for a twin that needs none). For evaluation items as for training items."""
+    make = INSTRUCTIONS.get(benchmark)
+    return record if make is None else {**record, "question": f"{record['question']} {make(record)}"}
+
+
 def with_evidence(record: dict, benchmark: str) -> dict:
-    """The record with its answer (and response) evidence-first; the record itself where the
-    item has no evidence (open MMMU questions). A benchmark without the style is an error."""
+    """The record asked (:func:`instructed`) and answered evidence-first; the record itself where
+    the item has no evidence (open MMMU questions). A benchmark without the style is an error."""
     if benchmark not in EVIDENCE:
         raise ValueError(f"no evidence-first style for {benchmark!r}; allowed values: {sorted(EVIDENCE)}")
     evidence = EVIDENCE[benchmark](record)
     if evidence is None:
         return record
     answer = f"{evidence}, so {str(record['answer']).strip()}"
-    return {**record, "answer": answer, "response": answer}
+    return {**instructed(record, benchmark), "answer": answer, "response": answer}
 
 
 def text_only(record: dict) -> dict:
