@@ -216,10 +216,11 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
                 if blind else "") + "; passed: " + ("; ".join(gates[b].describe() for b in gated) or "none")
              + "; failed: " + ("; ".join(gates[b].describe() for b in failed) or "none")
              + (f"; no full-token predictions (left out): {missing}" if missing else "") + ".",
-             "question-only baseline: the stronger on the scored items of the most frequent answer per task, "
-             "template and has-options (out of sample, falling back to the task's, then 'A' / 'yes') and a seeded "
-             "uniform guess among option letters / yes-no (it beats any constant answer on MME's pairs); per "
-             "benchmark: "
+             "question-only baseline: the better, on the fit records (on the scored ones when cross-fitted), of the "
+             "most frequent answer per task, template and has-options (out of sample, falling back to the task's, "
+             "then 'A' / 'yes') and a seeded uniform guess among option letters / yes-no (it beats any constant "
+             "answer where both questions of an MME image or every rotation of an MMBench question must be right); "
+             "per benchmark: "
              + "; ".join(f"{b}: {' / '.join(sorted(how[b]))}" for b in benchmarks if b in how) + "."]
     intervals: dict[tuple[str, float], stats.Interval] = {}
     if not gated:
