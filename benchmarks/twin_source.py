@@ -32,6 +32,6 @@ def load(ap: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[Backbon
         state = torch.load(args.state, map_location="cpu", weights_only=False)
         backbone.model.load_state_dict(state["model"])
         what = (f"{args.twin} after {state['steps']} updates ({state['wall_s'] / 60:.0f} min)" if "steps" in state
-                else f"{args.twin} from {args.state}")  # a snapshot (continue_release.py --snapshots): weights only
+                else f"{args.twin} from {args.state}")  # a state with weights only
     backbone.model.eval()
     return backbone, what

@@ -25,11 +25,13 @@ MethodKind = Literal["reference", "selector", "trained"]
 
 @dataclass(frozen=True)
 class Method:
-    """A row of the tables. ``kind``: "reference" keeps every token; "selector" reduces at each
+    """A row of the tables. ``kind``: "reference" is evaluated once, unreduced (full tokens; with
+    ``images`` False, none: the blind twin); "selector" reduces at each
     budget of the grid by itself (a registered selector of ltopd.selectors); "trained" trains the
     student at the grid's smallest budget (ltopd.train.methods.TRAINED holds its recipe) and is
     evaluated there with the profile's ``training.selector``. ``images`` False: the model is asked
-    without the items' images (the blind twin, a baseline of the gates)."""
+    without the items' images (the blind twin, a baseline of the gates, not a point of any
+    budget or FLOPs curve)."""
 
     name: str
     label: str

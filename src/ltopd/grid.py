@@ -33,7 +33,8 @@ def budget_tag(budget: float) -> str:
 
 
 def eval_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
-    """Every evaluation the grid and the studies ask for, each once. `full` runs once (budget 1);
+    """Every evaluation the grid and the studies ask for, each once. The reference methods (`full`,
+    `blind`) run once (budget 1);
     trained methods run at the smallest budget, the one the paper trains for; selectors at every
     budget of the grid (at the smallest in a study)."""
     seen: set[EvalJob] = set()

@@ -117,3 +117,28 @@ def test_groups_cover_the_grid_once():
         assert all({(j.backbone, j.method, j.seed) for j in jobs} == {key} for key, jobs in groups.items())
         names = [grid.group_name(*key) for key in groups]
         assert len(set(names)) == len(names) and all(n.isidentifier() for n in names)
+
+
+def test_the_blind_twin_is_asked_without_the_images(tmp_path, monkeypatch):
+    """`--method blind` evaluates the same records with their images removed, full tokens with them."""
+    import ltopd.bench.evaluate as evaluate_module
+
+    _env(tmp_path, monkeypatch)
+    records = build_records("pope", {"n": 6}, 0, {"image_size": 128})
+    save_records(records, tmp_path / "records")
+    tok = build_tokenizer([r["question"] for r in records] * 3, 400)
+    save_backbone(twin_backbone("qwen35-tiny", tok, seed=0), tmp_path / "model")
+    seen = {}
+    original = evaluate_module.evaluate_settings
+    monkeypatch.setattr(evaluate_module, "evaluate_settings",
+                        lambda bb, recs, *a, **k: seen.setdefault(len(seen), recs) and original(bb, recs, *a, **k))
+    spec = json.dumps({"profile": "t", "reduction": {"floor": 1}, "evaluation": {"batch_size": 4}})
+    for method in ("full", "blind"):
+        out = tmp_path / method
+        assert main(["evaluate", "--spec", spec, "--backbone", "b", "--model", str(tmp_path / "model"), "--method",
+                     method, "--records", str(tmp_path / "records"), "--budget", "1", "--benchmark", "pope",
+                     "--seed", "0", "--out-dir", str(out)]) == 0
+        assert json.loads((out / "metrics.json").read_text())["images"] == (method == "full")
+    full, blind = seen[0], seen[1]
+    assert all(r["images"] for r in full) and not any(r["images"] for r in blind)
+    assert [r["question"] for r in blind] == [r["question"] for r in full]

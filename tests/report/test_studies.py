@@ -184,9 +184,11 @@ def test_flops_vs_retain_matches_brute_force_and_table5() -> None:
         next(r for r in table5.analytic_rows(arch) if r["method"] == "full")["prefill_tokens"])
     t2, _ = table2.build([
         _r("bb", "full", 1.0, "x", 0, 80), _r("bb", "cdpruner", 0.05, "x", 0, 40),
-        _r("bb", "cdpruner", 0.1, "x", 0, 60), _r("bb", "epic", 0.05, "x", 0, 70)], "bb", ["x"])
+        _r("bb", "cdpruner", 0.1, "x", 0, 60), _r("bb", "epic", 0.05, "x", 0, 70),
+        _r("bb", "blind", 1.0, "x", 0, 20)], "bb", ["x"])
     rows = studies.flops_vs_retain(t2, arch, floor, n_visual, n_text)
     ours = {(r["method"], r["budget"]): r for r in rows if r["source"] == "ours"}
+    assert ("blind", 1.0) not in ours  # no image tokens: a baseline, not a point of the trade
     assert ours[("full", 1.0)]["flops_ratio"] == 1.0 and ours[("full", 1.0)]["avg_retain"] == 100.0
     full = _brute_force_flops(n_text + n_visual)
     # keep = min(n, max(32, ceil(n * budget))) of n = round(728.53) = 729 visual tokens: 37 at 5%, 73 at 10%

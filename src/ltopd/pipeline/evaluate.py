@@ -54,16 +54,17 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, meth
         by_benchmark.setdefault((t.benchmark, t.records), []).append(i)
     for (benchmark, records_dir), idx in by_benchmark.items():
         records = load_saved(records_dir)
-        if not METHODS[method].images:  # the blind twin: the same questions without their images
-            records = [text_only(r) for r in records]
         setups = [eval_setting(method, targets[i].budget, train_selector) for i in idx]
+        if not METHODS[method].images:  # the blind twin (a known method: eval_setting checked it)
+            records = [text_only(r) for r in records]
         results = evaluate_settings(backbone, records, benchmark, setups, floor, batch_size, seed=seed,
                                     progress=progress)
         for i, (ratio, selector), (rows, metrics) in zip(idx, setups, results, strict=True):
             t = targets[i]
             key = {"backbone": backbone_name, "method": method, "budget": t.budget, "benchmark": benchmark,
                    "seed": seed}
-            meta = {**key, "model": model, "ratio": ratio, "selector": selector if ratio < 1 else None}
+            meta = {**key, "model": model, "ratio": ratio, "selector": selector if ratio < 1 else None,
+                    "images": METHODS[method].images}
             written[i] = write_setting(Path(t.out_dir), rows, {**meta, **metrics}, settings, rule, key, spec,
                                        {"model": model, "records": records_dir})
             print(f"{benchmark} | {backbone_name} {method} at {t.budget:g} (seed {seed}): "

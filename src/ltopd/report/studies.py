@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ltopd.catalog import TABLES
+from ltopd.catalog import METHODS, TABLES
 from ltopd.efficiency.analytic import TextArch, keep_count, prefill_flops
 from ltopd.report import table2
 from ltopd.report.reported import paper_backbone, paper_rows
@@ -150,7 +150,7 @@ def flops_vs_retain(table2_rows: Sequence[dict[str, Any]], arch: TextArch, floor
     full_flops = prefill_flops(arch, n_text + n_visual).total
     rows = []
     for r in table2_rows:
-        if r["source"] != "ours":
+        if r["source"] != "ours" or not METHODS[r["method"]].images:  # the blind twin: a baseline, no tokens
             continue
         if r["budget"] >= 1:
             kept, ratio = n_visual, 1.0

@@ -3,12 +3,14 @@ and the average retain ratio, our rows (mean and spread over seeds) beside the p
 
 Given the evaluations' per-item predictions (:func:`build` with ``predictions``), Table 2 also
 
-* scores the question-only ("blind") baseline out of sample (ltopd.bench.suites.baseline): for a
-  synthetic twin fitted on the twin's records at the fit seed (``fit_records``), for a benchmark
-  without them (real data) K-fold cross-fitted on the scored records, folds by resampling unit;
+* scores the question-only baseline (ltopd.report.gates.question_only: the better of an answer
+  prior and a uniform guess): for a synthetic twin the prior is fitted on the twin's records at
+  the fit seed (``fit_records``), for a benchmark without them (real data) K-fold cross-fitted
+  on the scored records, folds by resampling unit;
 * gates each benchmark: it enters the average retain ratio only if the full-token model beats
-  that baseline by at least :data:`GATE_SE` standard errors (paired bootstrap SE of full - QO on
-  the first seed's items, ltopd.report.stats); with no benchmark passing the average is n/a;
+  that baseline, and the blind twin (method ``blind``) where it was evaluated, by at least
+  :data:`GATE_SE` standard errors each (paired bootstrap SEs on the first seed's items,
+  ltopd.report.stats); with no benchmark passing the average is n/a;
 * gives every average retain ratio a 95% bootstrap interval (items resampled per benchmark by
   unit, jointly for the method and full tokens, each seed's record set on its own draws), and
   LT-OPD - CDPruner at the smallest budget with its interval.
@@ -179,9 +181,10 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
     """Gates, the out-of-sample question-only baseline and the average-retain intervals of the
     (method, budget) ``rows`` from the per-item predictions ``preds`` (:func:`load_predictions`).
 
-    Question-only: per seed with full-token predictions, the blind guess for those items, fitted
-    on ``fit_records[(benchmark, seed)]`` where given, else cross-fitted. Gate: on the first such
-    seed, full - QO >= ``need`` SE. Intervals: over the gated benchmarks, the seeds where a row
+    Question-only: per seed with full-token predictions, ltopd.report.gates.question_only for
+    those items, its prior fitted on ``fit_records[(benchmark, seed)]`` where given, else
+    cross-fitted. Gate: on the first such seed, full - QO >= ``need`` SE, and full - blind twin
+    where the blind twin has predictions for that seed. Intervals: over the gated benchmarks, the seeds where a row
     has predictions for each; LT-OPD - CDPruner at the smallest budget when both rows have them."""
     from ltopd.bench.scoring import score
 
@@ -216,11 +219,11 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
                 if blind else "") + "; passed: " + ("; ".join(gates[b].describe() for b in gated) or "none")
              + "; failed: " + ("; ".join(gates[b].describe() for b in failed) or "none")
              + (f"; no full-token predictions (left out): {missing}" if missing else "") + ".",
-             "question-only baseline: the better, on the fit records (on the scored ones when cross-fitted), of the "
-             "most frequent answer per task, template and has-options (out of sample, falling back to the task's, "
-             "then 'A' / 'yes') and a seeded uniform guess among option letters / yes-no (it beats any constant "
-             "answer where both questions of an MME image or every rotation of an MMBench question must be right); "
-             "per benchmark: "
+             "question-only baseline: the most frequent answer per task, template and has-options (out of "
+             "sample, falling back to the task's, then 'A' / 'yes'), or a seeded uniform guess among option "
+             "letters / yes-no where that is better by 2 SE on the fit records (on the scored ones when "
+             "cross-fitted): it beats any constant answer where both questions of an MME image or every "
+             "rotation of an MMBench question must be right; per benchmark: "
              + "; ".join(f"{b}: {' / '.join(sorted(how[b]))}" for b in benchmarks if b in how) + "."]
     intervals: dict[tuple[str, float], stats.Interval] = {}
     if not gated:
@@ -254,7 +257,7 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
               "avg_retain": None, "retain_over": []}
     gate_row = {"source": "gate", "backbone": backbone, "method": "gate", "budget": None, "seeds": 1,
                 "label": f"Gate: full - QO{' and full - blind' if blind else ''} >= {need:g} SE",
-                "bench": {b: Stat(gates[b].margin, math.nan, 1) if b in gates else Stat(math.nan, math.nan, 0)
+                "bench": {b: Stat(gates[b].binding_margin, math.nan, 1) if b in gates else Stat(math.nan, math.nan, 0)
                           for b in benchmarks},
                 "text": {b: g.verdict for b, g in gates.items()},
                 "avg_retain": None, "retain_over": gated}
@@ -275,9 +278,9 @@ def _budget(r: dict[str, Any], csv_form: bool) -> str:
 
 def to_csv(rows: list[dict[str, Any]], benchmarks: Sequence[str]) -> str:
     """One line per row. Beside the table's columns: ``avg_retain_lo`` / ``_hi`` (the 95%
-    bootstrap interval, when the table has predictions), a ``baseline`` row (the out-of-sample
-    question-only scores) and a ``gate`` row (full - QO in SEs per benchmark; its
-    ``retain_over`` lists the benchmarks that passed)."""
+    bootstrap interval, when the table has predictions), a ``baseline`` row (the question-only
+    scores) and a ``gate`` row (per benchmark the deciding margin in SEs: full - QO, or full -
+    blind twin where that is smaller; its ``retain_over`` lists the benchmarks that passed)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["source", "backbone", "method", "budget", "seeds", *benchmarks, "avg_retain",
