@@ -46,11 +46,15 @@ def option_evidence(record: dict) -> str | None:
     return str(options[index]) if 0 <= index < len(options) else None
 
 
+def _asked_shape(record: dict) -> str:
+    """A POPE item's asked shape ('yellow cross' -> 'cross')."""
+    return str(meta_of(record)["object"]).split()[-1]
+
+
 def pope_evidence(record: dict) -> str:
     """'Is there a yellow cross?': the colours of the crosses in the image, or 'none'."""
-    meta = meta_of(record)
-    shape = str(meta["object"]).split()[-1]
-    colors = sorted({o["color"] for o in meta["scene"]["objects"] if o["shape"] == shape})
+    shape = _asked_shape(record)
+    colors = sorted({o["color"] for o in meta_of(record)["scene"]["objects"] if o["shape"] == shape})
     return " ".join(colors) or NONE
 
 
@@ -64,7 +68,7 @@ EVIDENCE: dict[str, Callable[[dict], str | None]] = {
 
 
 def _pope_instruction(record: dict) -> str:
-    return f"First name the colour of each {str(meta_of(record)['object']).split()[-1]}, then answer yes or no."
+    return f"First name the colour of each {_asked_shape(record)}, then answer yes or no."
 
 
 # The instruction appended to the question of a twin whose plain question another twin shares.

@@ -33,24 +33,29 @@ def question_only(rows: Sequence[dict], benchmark: str, fit: Sequence[dict] | No
       which beats any constant answer where a metric scores pairs (MME's acc+)."""
     from ltopd.bench.suites.baseline import blind_predictions_oos, cross_fit_predictions, with_predictions
 
-    def chance_wins(records: Sequence[dict], prior: list[str]) -> bool:
-        """Clearly better (by 2 paired-bootstrap SEs), not by the luck of one draw."""
+    def cross_fit(records: Sequence[dict]) -> list[str]:
+        return cross_fit_predictions(records, k, seed, [stats.unit_key(benchmark, r) for r in records])
+
+    def clearly_better(records: Sequence[dict], chance: list[str], prior: list[str]) -> bool:
+        """The coin beats the prior by 2 paired-bootstrap SEs, not by the luck of one draw."""
         if not records:  # nothing to choose on: the prior (its fallbacks answer an empty fit set)
             return False
-        chance = with_predictions(records, chance_predictions(records, prior, benchmark, seed))
-        d = stats.paired_diff_ci(chance, with_predictions(records, prior), benchmark, CHOICE_BOOT, seed)
+        d = stats.paired_diff_ci(with_predictions(records, chance), with_predictions(records, prior), benchmark,
+                                 CHOICE_BOOT, seed)
         return d.estimate > 2 * d.se
 
     if fit is not None:
         mode, how = blind_predictions_oos(rows, fit), f"{len(fit)} records of another seed"
-        # the prior scored out of sample on the fit records too (in sample it is optimistic)
-        use_chance = chance_wins(fit, cross_fit_predictions(fit, k, seed, [stats.unit_key(benchmark, r) for r in fit]))
     else:
-        mode = cross_fit_predictions(rows, k, seed, [stats.unit_key(benchmark, r) for r in rows])
-        how = f"{k}-fold cross-fit on the scored records"
-        use_chance = chance_wins(rows, mode)
+        mode, how = cross_fit(rows), f"{k}-fold cross-fit on the scored records"
+    chance = chance_predictions(rows, mode, benchmark, seed)
+    if fit is not None:  # chosen on the fit records, the prior out of sample there too (in sample: optimistic)
+        fit_prior = cross_fit(fit)
+        use_chance = clearly_better(fit, chance_predictions(fit, fit_prior, benchmark, seed), fit_prior)
+    else:
+        use_chance = clearly_better(rows, chance, mode)
     if use_chance:
-        return (with_predictions(rows, chance_predictions(rows, mode, benchmark, seed)),
+        return (with_predictions(rows, chance),
                 f"uniform guess (seed {seed}); it beat the most frequent answer, fitted on {how}")
     return with_predictions(rows, mode), how
 
