@@ -9,10 +9,9 @@ rebuilding the stages before them. Resumable; the state is what gate_state.py re
         --tokenizer releases/qwen35-tiny --n 200
 
 The extra stages' item streams are those they would get appended to the recipe (their index
-counts on from the recipe's last stage), so a rebuild with them appended sees the same items.
-Two stage keys exist here only (not yet in the release recipe): `evidence`, twins of the stage's
-`bench` whose items are answered evidence-first ("cyan, so B"), and `text_only`, the items
-without their images (ltopd.bench.evidence).
+counts on from the recipe's last stage) and this run starts a fresh optimiser and warm-up, so a
+recipe with them appended, the first with `fresh_optimizer: true`, gives the same weights (and
+`ltopd release-twin --warm-start` builds it from the release in the time of these stages).
 """
 from __future__ import annotations
 
@@ -23,19 +22,10 @@ import time
 import torch
 import yaml
 
-from ltopd.bench.evidence import restyle
 from ltopd.models import twin_job
 from ltopd.models.loading import load_backbone
 from ltopd.models.pretrain import pretrain
 from ltopd.models.release import twin_spec
-
-
-def styled(stage: dict, source):
-    """A stage's `evidence` twins answered evidence-first and, with `text_only`, its items without
-    their images (ltopd.bench.evidence; lab keys: the release recipe's stages have neither yet)."""
-    if not stage.get("evidence") and not stage.get("text_only"):
-        return source
-    return lambda start: restyle(source(start), stage.get("evidence", ()), stage.get("text_only", False))
 
 
 def main() -> None:
@@ -57,8 +47,7 @@ def main() -> None:
     extra = json.loads(args.stages)
     pt = {**spec["pretrain"], "stages": extra}
     offset = len(spec["pretrain"]["stages"]) if args.index_offset is None else args.index_offset
-    sources = {s["name"]: styled(s, twin_job.stage_source(s, offset + i, pt, spec["world"]))
-               for i, s in enumerate(extra)}
+    sources = {s["name"]: twin_job.stage_source(s, offset + i, pt, spec["world"]) for i, s in enumerate(extra)}
     backbone = load_backbone(args.release)  # its own tokenizer (not AutoTokenizer's: see loading.load_tokenizer)
     if args.init:
         backbone.model.load_state_dict(torch.load(args.init, map_location="cpu", weights_only=False)["model"])

@@ -1,16 +1,20 @@
-"""How is a release build doing? The gates of a saved pretraining state (a running or killed
-`release_twin` job's train_state/release/<backbone>/pretrain_state.pt), without stopping it:
+"""How is a twin doing on Table 2's gates? The release gates (ltopd.models.release_job.twin_gates:
+the out-of-sample question-only baseline, the blind twin, full tokens, CDPruner at 5%) of a saved
+pretraining state (a running or killed `release_twin` job's, or a --snapshots file of
+continue_release.py), without stopping it:
 
     python benchmarks/gate_state.py --twin qwen35-tiny \
         --state train_state/release/qwen35-tiny/pretrain_state.pt --tokenizer models/tokenizer [--n 100]
 
-or of a release folder at another number of gate items (the manifest's gates use 200):
+or of a release folder at another number of gate items or on some benchmarks only (the manifest's
+gates use 200 on each):
 
-    python benchmarks/gate_state.py --release releases/qwen35-tiny --n 1000
+    python benchmarks/gate_state.py --release releases/qwen35-tiny --n 1000 --bench pope,gqa,mme
 
-Prints the update the state was saved at and, per benchmark twin, the out-of-sample
-question-only baseline, full tokens, CDPruner at 5% and the margin in standard errors (the same
-gate code and held-out items as the release's manifest, fewer items by default).
+`--evidence pope` asks POPE with the twin's instruction, as a twin whose entry has
+`evidence: [pope]` is asked (a release reads its own entry from --config). Prints the update
+the state was saved at and, per benchmark twin, both baselines, full tokens, CDPruner at 5% and
+the gate's verdict (3 SE over both baselines).
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ import yaml
 
 import twin_source  # benchmarks/twin_source.py, beside this script
 from ltopd.models import release_job
-from ltopd.models.release import reduced_key
+from ltopd.models.release import read_manifest, reduced_key
 
 
 def main() -> None:
@@ -29,19 +33,29 @@ def main() -> None:
     twin_source.add_arguments(ap)
     ap.add_argument("--config", default="config/default.yaml", help="profile: world, floor and benchmarks")
     ap.add_argument("--n", type=int, default=100, help="gate items per benchmark")
+    ap.add_argument("--bench", help="comma-separated benchmark twins (default: the profile's)")
+    ap.add_argument("--evidence", help="comma-separated twins asked evidence-first (default: the twin's entry)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     cfg = yaml.safe_load(open(args.config))
     cfg["pretrain"]["gates"] = {**(cfg["pretrain"].get("gates") or {}), "n": args.n}
+    if args.bench:
+        cfg["evaluation"]["benchmarks"] = {b: cfg["evaluation"]["benchmarks"][b] for b in args.bench.split(",")}
+    name = read_manifest(args.release)["recipe"]["backbone"] if args.release else args.twin
+    entry = cfg["backbones"].setdefault(name, {})
+    if args.evidence is not None:
+        entry["evidence"] = [b for b in args.evidence.split(",") if b]
     backbone, what = twin_source.load(ap, args)
-    gates = release_job.twin_gates(backbone, cfg)
+    gates = release_job.twin_gates(backbone, cfg, name)
     s = gates["settings"]
     reduced = reduced_key(s)
-    print(f"{what}, {s['n']} items per benchmark\n")
-    print(f"| benchmark | question-only | full | {reduced} | full - QO (SE) | gate |\n|---|---|---|---|---|---|")
+    print(f"{what}, {s['n']} items per benchmark; asked evidence-first: {entry.get('evidence') or 'none'}\n")
+    print(f"| benchmark | question-only | blind twin | full | {reduced} | full - QO (SE) | gate |\n"
+          "|---|---|---|---|---|---|---|")
     for bench, g in gates["benchmarks"].items():
-        print(f"| {bench} | {g['question_only']:.1f} | {g['full']:.1f} | {g[reduced]:.1f} | "
-              f"{g['diff']:+.1f} ({g['se']:.1f}) | {'pass' if g['passed'] else 'fail'} ({g['margin_se']:+.1f} SE) |")
+        print(f"| {bench} | {g['question_only']:.1f} | {g['blind']:.1f} | {g['full']:.1f} | {g[reduced]:.1f} | "
+              f"{g['diff']:+.1f} ({g['se']:.1f}) | {'pass' if g['passed'] else 'fail'} "
+              f"({g['margin_se']:+.1f} SE; blind {g['blind_margin_se']:+.1f} SE) |", flush=True)
 
 
 if __name__ == "__main__":

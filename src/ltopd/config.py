@@ -218,11 +218,33 @@ def _stage_problems(key: str, stages: list[dict[str, Any]], base_world: dict[str
         if stage.get("objective") == "dense" and (stage.get("bench") or not stage.get("tasks")):
             out.append(f"{key}.{i}: a dense stage trains on world `tasks` items (their scenes label the tokens), "
                        "not `bench`")
+        if stage.get("objective") == "dense" and stage.get("text_only"):
+            out.append(f"{key}.{i}.text_only: a dense stage labels the image's tokens; it needs the images")
+        stray = [b for b in stage.get("evidence", []) if b not in stage.get("bench", [])]
+        if stray:
+            out.append(f"{key}.{i}.evidence: {stray} not among the stage's `bench` {stage.get('bench', [])} "
+                       "(evidence-first answers are given to those twins' items only)")
         world = {**base_world, **stage.get("world", {})}
         problems = _world_problems(world)
         out += [f"{key}.{i}.{p}" for p in problems]
         if not bad and not problems:
             out += [f"{key}.{i}: {p}" for p in _unaskable(stage.get("tasks", []), world)]
+        if not unknown and not problems and stage.get("world"):  # the profile's world poses every twin already
+            out += [f"{key}.{i}: {p}" for p in _unposable(stage.get("bench", []), world)]
+    return out
+
+
+def _unposable(bench: list[str], world: dict[str, Any]) -> list[str]:
+    """Benchmark twins a stage's own world cannot pose, found by drawing a few items of each (every
+    MME category once): a world that rarely fails still fails later, as a run's error."""
+    from ltopd.bench.suites import synthetic_records
+
+    out = []
+    for name in bench:
+        try:
+            synthetic_records(name, 14, 0, world)
+        except RuntimeError as e:
+            out.append(f"bench twin {name!r} cannot be posed in this world ({e})")
     return out
 
 

@@ -92,3 +92,13 @@ def test_evidence_replies_fit_the_generation_cap():
         for r in synthetic_records(benchmark, 100, 9, WORLD):
             reply = with_evidence(r, benchmark)["answer"] + "</answer>"
             assert len(tok(reply, add_special_tokens=False)["input_ids"]) <= SUITES[benchmark].generation_cap
+
+
+def test_config_schema_offers_exactly_the_evidence_styles():
+    """The schema's `evidence` enums (a stage's, a backbone's) are the registered styles."""
+    import yaml
+
+    schema = yaml.safe_load(open("workflow/schemas/config.schema.yaml"))
+    stage = schema["$defs"]["stage"]["properties"]["evidence"]["items"]["enum"]
+    backbone = schema["properties"]["backbones"]["additionalProperties"]["properties"]["evidence"]["items"]["enum"]
+    assert stage == backbone == sorted(EVIDENCE)

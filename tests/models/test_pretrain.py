@@ -237,3 +237,42 @@ def test_instruction_items_never_share_an_evaluation_seed():
     evaluation = synthetic_records("gqa", 4, 0, world)
     assert {r["question"] + r["answer"] for r in ours} != {r["question"] + r["answer"] for r in evaluation}
     assert [r["id"] for r in ours] == [r["id"] for r in synthetic_records("gqa", 4, instruct_seed(0, 0), world)]
+
+
+def test_a_fresh_optimizer_stage_equals_a_new_run_from_the_weights_before_it(tok, records, tmp_path):
+    """Stage b with `fresh_optimizer` (AdamW moments cleared, warm-up anew) gives the weights of a
+    second run that starts from stage a's weights; without it, b continues a's moments (differs).
+    `seed_state` at b's start resumes to the same weights; at a stage without the flag it refuses."""
+    from ltopd.models.pretrain import seed_state
+
+    def sources():
+        return {"a": lambda s: itertools.islice(itertools.cycle(records), s, None),
+                "b": lambda s: itertools.islice(itertools.cycle(records[::-1]), s, None)}
+
+    a, b = Stage("a", 2), Stage("b", 2, lr_lm=1e-3, fresh_optimizer=True)
+    one = make_backbone(tok, seed=1)
+    pretrain(one, sources(), PretrainConfig(stages=(a, b), batch_size=2, seed=5, warmup_steps=2))
+    two = make_backbone(tok, seed=1)
+    pretrain(two, sources(), PretrainConfig(stages=(a,), batch_size=2, seed=5, warmup_steps=2))
+    after_a = {k: v.clone() for k, v in two.model.state_dict().items()}
+    pretrain(two, {"b": sources()["b"]}, PretrainConfig(stages=(b,), batch_size=2, seed=5, warmup_steps=2))
+    for x, y in zip(one.model.parameters(), two.model.parameters()):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)
+    carried = make_backbone(tok, seed=1)
+    pretrain(carried, sources(), PretrainConfig(stages=(a, Stage("b", 2, lr_lm=1e-3)), batch_size=2, seed=5,
+                                                warmup_steps=2))
+    assert any(not torch.equal(x, y) for x, y in zip(one.model.parameters(), carried.model.parameters()))
+
+    cfg = PretrainConfig(stages=(a, b), batch_size=2, seed=5, warmup_steps=2)
+    seeded = make_backbone(tok, seed=7)
+    seeded.model.load_state_dict(after_a)
+    seed_state(tmp_path, seeded.model, cfg, {"r": 1}, steps=2, wall_s=3.0)
+    resumed_bb = make_backbone(tok, seed=9)  # weights come from the seeded state
+    metrics = pretrain(resumed_bb, sources(), cfg, state_dir=tmp_path, recipe={"r": 1})
+    assert metrics.steps == 4 and metrics.wall_s >= 3.0 and all(x != x for x in metrics.losses[:2])
+    for x, y in zip(one.model.parameters(), resumed_bb.model.parameters()):
+        torch.testing.assert_close(x, y, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="without `fresh_optimizer`"):
+        seed_state(tmp_path / "x", seeded.model, PretrainConfig(stages=(a, Stage("b", 2)), batch_size=2), None, 2)
+    with pytest.raises(ValueError, match="no stage starts at update 3"):
+        seed_state(tmp_path / "x", seeded.model, cfg, None, 3)

@@ -152,9 +152,9 @@ def test_release_table_renders_the_manifest(smoke_cfg_module, tmp_path, tokenize
     table = releases.render(found, tmp_path / "releases", missing=["glm46v-tiny"])
     gates = found["qwen35-tiny"]["gates"]["benchmarks"]
     for bench, g in gates.items():
-        row = next(line for line in table.splitlines() if line.startswith(f"| {bench} |"))
-        assert f"| {g['question_only']:.1f} | {g['full']:.1f} |" in row
-        assert ("pass" if g["passed"] else "fail") in row
+        row = next(line for line in table.splitlines() if line.startswith(f"| {bench} | {g['n']} |"))
+        assert f"| {g['question_only']:.1f} | {g['blind']:.1f} | {g['full']:.1f} |" in row
+        assert ("pass" if g["passed"] else "fail") in row and f"blind {g['blind_margin_se']:+.1f} SE" in row
     assert "4 updates of 4" in table and "glm46v-tiny**: not released yet" in table
     text = f"intro\n{releases.BEGIN}\nold\n{releases.END}\noutro\n"
     assert releases.update_block(text, table) == f"intro\n{releases.BEGIN}\n{table}{releases.END}\noutro\n"
@@ -220,3 +220,36 @@ def test_bad_own_stages_are_named(tmp_path):
     with pytest.raises(config.ConfigError,
                        match=r"backbones\.qwen35-tiny\.pretrain_stages\.0\.tasks: \['colour'\] unknown"):
         config.load(path)
+
+
+def test_a_warm_start_from_a_release_gives_the_weights_a_build_from_scratch_gives(
+        smoke_cfg_module, tmp_path, tokenizer_dir, capsys):
+    """Recipe B = recipe A + a stage with `fresh_optimizer`: B built from scratch and B continued
+    from A's release (`--warm-start`) are the same weights; the manifest says where it started."""
+    a = _profile(smoke_cfg_module, tmp_path)
+    parent = tmp_path / "a" / "qwen35-tiny"
+    assert _release(a, tmp_path, tokenizer_dir, parent, tmp_path / "sa") == 0
+    b = copy.deepcopy(a)
+    b["pretrain"]["stages"].append({"name": "more", "steps": 2, "lr": 0.001, "bench": ["pope"], "evidence": ["pope"],
+                                    "fresh_optimizer": True})
+    scratch, warm = tmp_path / "b1" / "qwen35-tiny", tmp_path / "b2" / "qwen35-tiny"
+    assert _release(b, tmp_path, tokenizer_dir, scratch, tmp_path / "sb1") == 0
+    assert _release(b, tmp_path, tokenizer_dir, warm, tmp_path / "sb2", ["--warm-start", str(parent)]) == 0
+    assert "warm start from" in capsys.readouterr().out
+    one, two = verify_weights(scratch), verify_weights(warm)
+    assert one["weights_sha256"] == two["weights_sha256"]
+    assert one["weights_sha256"] != verify_weights(parent)["weights_sha256"]
+    assert two["pretraining"]["steps"] == one["pretraining"]["steps"] == 6
+    start = two["pretraining"]["warm_start"]
+    assert start["steps"] == 4 and start["weights_sha256"] == verify_weights(parent)["weights_sha256"]
+    assert start["code_changed_since_parent"] == [] and "warm_start" not in one["pretraining"]
+
+    # a recipe that does not continue the parent's is refused, naming why
+    for mutate, why in ((lambda c: c["pretrain"]["stages"][-1].pop("fresh_optimizer"), "fresh_optimizer"),
+                        (lambda c: c["pretrain"]["stages"][0].update(steps=3), "first 2 stages"),
+                        (lambda c: c["pretrain"].update(seed=1), "pretrain.seed")):
+        bad = copy.deepcopy(b)
+        mutate(bad)
+        with pytest.raises(ReleaseError, match=why):
+            _release(bad, tmp_path, tokenizer_dir, tmp_path / "x" / "qwen35-tiny", tmp_path / "sx",
+                     ["--warm-start", str(parent)])

@@ -142,3 +142,27 @@ def test_the_blind_twin_is_asked_without_the_images(tmp_path, monkeypatch):
     full, blind = seen[0], seen[1]
     assert all(r["images"] for r in full) and not any(r["images"] for r in blind)
     assert [r["question"] for r in blind] == [r["question"] for r in full]
+
+
+def test_a_twin_taught_evidence_first_is_asked_with_the_instruction(tmp_path, monkeypatch):
+    """With `evidence: [pope]` in the spec (the backbone's entry) POPE's questions carry the
+    twin's instruction, in the written predictions too; without it they are the plain questions."""
+    from ltopd.bench.evidence import instructed
+
+    _env(tmp_path, monkeypatch)
+    records = build_records("pope", {"n": 4}, 0, {"image_size": 128})
+    save_records(records, tmp_path / "records")
+    tok = build_tokenizer([r["question"] for r in records] * 3, 400)
+    save_backbone(twin_backbone("qwen35-tiny", tok, seed=0), tmp_path / "model")
+    asked = {}
+    for evidence in ([], ["pope"]):
+        spec = json.dumps({"profile": "t", "reduction": {"floor": 1}, "evaluation": {"batch_size": 4},
+                           "evidence": evidence})
+        out = tmp_path / f"e{len(evidence)}"
+        assert main(["evaluate", "--spec", spec, "--backbone", "b", "--model", str(tmp_path / "model"), "--method",
+                     "full", "--records", str(tmp_path / "records"), "--budget", "1", "--benchmark", "pope",
+                     "--seed", "0", "--out-dir", str(out)]) == 0
+        asked[len(evidence)] = [json.loads(line)["question"] for line in open(out / "predictions.jsonl")]
+    assert asked[0] == [r["question"] for r in records]
+    assert asked[1] == [instructed(r, "pope")["question"] for r in records]
+    assert all(q.endswith("then answer yes or no.") for q in asked[1])

@@ -56,12 +56,15 @@ def release_spec(wildcards):
     return spec("pretrain", "reduction", "world", "evaluation", backbones=one)
 
 
-def eval_group_spec(method):
+def eval_group_spec(backbone, method):
     """An evaluation depends on the floor and batch size; a trained student's also on the selector
-    it was trained with (changing training.selector reruns exactly those evaluations)."""
+    it was trained with (changing training.selector reruns exactly those evaluations); a twin's on
+    the benchmarks it answers evidence-first (asked with their instruction)."""
     extra = {}
     if catalog.METHODS[method].kind == "trained":
         extra["training"] = {"selector": grid.train_selector(config)}
+    if config["backbones"][backbone].get("evidence"):
+        extra["evidence"] = config["backbones"][backbone]["evidence"]
     return spec("reduction", evaluation={"batch_size": config["evaluation"]["batch_size"]}, **extra)
 
 

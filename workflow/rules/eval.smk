@@ -41,7 +41,7 @@ for (_bb, _method, _seed), _jobs in grid.eval_groups(config).items():
             metrics=[eval_path("eval_metrics", j) for j in _jobs],
             predictions=[eval_path("eval_predictions", j) for j in _jobs],
         params:
-            spec=eval_group_spec(_method),
+            spec=eval_group_spec(_bb, _method),
             settings=eval_group_settings(_jobs),
             backbone=_bb,
             method=_method,

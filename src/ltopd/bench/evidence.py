@@ -10,10 +10,10 @@ Where a twin's plain question is word for word another's (POPE's existence quest
 and the world's `exists` task's), the style is asked for in the question (:data:`INSTRUCTIONS`):
 with two formats for one prompt the plain one wins (docs/pretraining.md).
 
-The style is lab use for now (benchmarks/continue_release.py's `evidence` and `text_only` stage
-keys, blind_gate.py's `--evidence`): no release is built with it yet, so it lives outside the
-release code the manifests hash. :func:`text_only` also makes the pipeline's blind twin
-(ltopd.pipeline.evaluate).
+A pretraining stage's `evidence` and `text_only` keys apply the style to its items
+(ltopd.models.twin_job.stage_source; release code, hashed in the manifests); a backbone entry's
+`evidence` has evaluation and the release gates ask those twins with their instruction.
+:func:`text_only` also makes the blind twin (ltopd.pipeline.evaluate, the release gates).
 
 Only benchmarks whose official parser reads the answer out of such a reply get the style (each
 registered function's test scores its replies with that parser):

@@ -43,6 +43,10 @@ class Stage:
     lr_vision: float = 2e-3
     final_lr_ratio: float = 1.0  # < 1: cosine decay over the stage down to this fraction
     objective: str = "answer"  # "answer": the record's answer after its prompt; "dense": ltopd.models.dense_vision
+    # True: the stage starts a fresh AdamW (zero moments) and a new warm-up, as a run started from
+    # the weights of the stages before it would; so a warm start from a release of those stages
+    # (ltopd.models.release_job.warm_start) gives the weights a run from scratch gives.
+    fresh_optimizer: bool = False
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
@@ -237,6 +241,45 @@ def _load_state(state_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimi
     return True
 
 
+def _optimizer(model: torch.nn.Module, config: PretrainConfig) -> tuple[torch.optim.Optimizer, DenseHeads | None]:
+    """AdamW over the parameter groups (and a dense stage's throwaway heads, built only then: other
+    recipes' RNG stream is unchanged), learning rates set per update."""
+    groups = parameter_groups(model)
+    param_groups = [{"params": groups[g], "name": g, "lr": 0.0} for g in GROUPS if groups[g]]
+    heads = None
+    if any(s.objective == "dense" for s in config.stages):
+        heads = DenseHeads(model.get_input_embeddings().embedding_dim).to(model.device)
+        param_groups.append({"params": list(heads.parameters()), "name": DENSE_HEADS, "lr": 0.0})
+    return torch.optim.AdamW(param_groups, weight_decay=config.weight_decay), heads
+
+
+def _fingerprint(config: PretrainConfig, recipe: Any) -> dict[str, Any]:
+    return {"config": repr(config), "recipe": recipe}
+
+
+def seed_state(state_dir: str | Path, model: torch.nn.Module, config: PretrainConfig, recipe: Any, steps: int,
+               wall_s: float = 0.0) -> None:
+    """A saved state at the start of stage ``steps`` counts in, holding `model`'s weights: what
+    `pretrain` saves there, for a stage with `fresh_optimizer` (its optimiser and warm-up start
+    anew, so nothing else of the earlier run matters). The earlier updates' losses are unknown
+    (NaN). `pretrain` resumes from it as from its own checkpoint."""
+    begin = 0
+    for stage in config.stages:
+        if begin == steps:
+            if not stage.fresh_optimizer:
+                raise ValueError(f"stage {stage.name!r} starts at update {steps} without `fresh_optimizer`: "
+                                 "a run continued there needs the optimiser state the weights lack")
+            break
+        begin += stage.steps
+    else:
+        raise ValueError(f"no stage starts at update {steps}")
+    torch.manual_seed(config.seed)
+    opt, heads = _optimizer(model, config)
+    metrics = PretrainMetrics(steps=steps, samples=steps * config.batch_size, wall_s=wall_s,
+                              losses=[math.nan] * steps)
+    _save_state(Path(state_dir), model, opt, metrics, heads, _fingerprint(config, recipe))
+
+
 def _consumed(stages: Sequence[Stage], steps: int, batch_size: int) -> dict[str, int]:
     """Items each stage's stream has given after `steps` updates of the whole run."""
     out = {}
@@ -274,16 +317,10 @@ def pretrain(
     """
     model = backbone.model
     torch.manual_seed(config.seed)
-    groups = parameter_groups(model)
-    param_groups = [{"params": groups[g], "name": g, "lr": 0.0} for g in GROUPS if groups[g]]
-    heads = None
-    if any(s.objective == "dense" for s in config.stages):  # built only then: other recipes' RNG stream is unchanged
-        heads = DenseHeads(model.get_input_embeddings().embedding_dim).to(model.device)
-        param_groups.append({"params": list(heads.parameters()), "name": DENSE_HEADS, "lr": 0.0})
+    opt, heads = _optimizer(model, config)
     clipped = list(model.parameters()) + (list(heads.parameters()) if heads is not None else [])
-    opt = torch.optim.AdamW(param_groups, weight_decay=config.weight_decay)
     metrics = PretrainMetrics()
-    fingerprint = {"config": repr(config), "recipe": recipe}
+    fingerprint = _fingerprint(config, recipe)
     state_path = Path(state_dir) if state_dir is not None else None
     if state_path is not None and (state_path / STATE_FILE).is_file():
         _load_state(state_path, model, opt, metrics, heads, fingerprint)
@@ -294,11 +331,16 @@ def pretrain(
     model.train()
     start = time.perf_counter() - metrics.wall_s
     try:
-        first = 0
+        first = warm_from = 0
         for stage in config.stages:
             begin, first = first, first + stage.steps
+            if stage.fresh_optimizer:
+                warm_from = begin
             while begin <= metrics.steps < first and metrics.steps < last:
-                factor = warmup_factor(metrics.steps, config.warmup_steps) * stage.decay(metrics.steps - begin)
+                if stage.fresh_optimizer and metrics.steps == begin:
+                    opt.state.clear()
+                warm = warmup_factor(metrics.steps - warm_from, config.warmup_steps)
+                factor = warm * stage.decay(metrics.steps - begin)
                 for g in opt.param_groups:
                     g["lr"] = stage.lr(g["name"]) * factor
                 records = _take(streams[stage.name], config.batch_size, stage.name)
@@ -326,7 +368,8 @@ def pretrain(
 
 
 def summarize(metrics: PretrainMetrics, window: int = 25) -> dict[str, Any]:
-    """Loss at the start and end of the run (means over `window` updates) for logging."""
+    """Loss at the start and end of the run (means over `window` updates) for logging; NaN at the
+    start of a run continued from weights alone (seed_state)."""
     head = metrics.losses[:window] or [float("nan")]
     tail = metrics.losses[-window:] or [float("nan")]
     return {"steps": metrics.steps, "samples": metrics.samples, "wall_s": round(metrics.wall_s, 1),

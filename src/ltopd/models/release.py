@@ -24,7 +24,8 @@ MANIFEST = "manifest.json"
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # src/ltopd
 # Source files whose behaviour determines a twin's weights: the world and the benchmark twins
 # (the items), the models and processors, the pretraining loop and the tokenizer's corpus.
-RELEASE_CODE = ("data/world/*.py", "data/sources.py", "bench/suites/*.py", "models/*.py", "selectors/*.py")
+RELEASE_CODE = ("data/world/*.py", "data/sources.py", "bench/suites/*.py", "bench/evidence.py", "models/*.py",
+                "selectors/*.py")
 # Files under those patterns that cannot change a twin's weights (loading, inference, methods).
 NOT_RELEASE_CODE = ("models/loading.py", "models/inference.py", "models/llava_mini.py", "models/release.py")
 LIBRARIES = ("torch", "transformers", "tokenizers", "numpy", "pillow")

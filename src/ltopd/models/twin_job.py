@@ -10,6 +10,7 @@ import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ltopd.bench.evidence import restyle
 from ltopd.bench.suites.instruct import instruct_stream
 from ltopd.data.sources import world_config
 from ltopd.data.world import answer_prior_baseline, generate_task_item
@@ -30,9 +31,15 @@ def pretrain_config(pt: dict[str, Any], lr_scale: float = 1.0) -> PretrainConfig
     stages = tuple(
         Stage(s["name"], s["steps"], lr_lm=lr_scale * s.get("lr_lm", s["lr"]),
               lr_merger=lr_scale * s.get("lr_merger", s["lr"]), lr_vision=lr_scale * s.get("lr_vision", s["lr"]),
-              final_lr_ratio=s.get("final_lr_ratio", 1.0), objective=s.get("objective", "answer"))
+              final_lr_ratio=s.get("final_lr_ratio", 1.0), objective=s.get("objective", "answer"),
+              fresh_optimizer=s.get("fresh_optimizer", False))
         for s in pt["stages"])
     return PretrainConfig(stages=stages, batch_size=pt["batch_size"], seed=pt["seed"], warmup_steps=pt["warmup_steps"])
+
+
+def pretrain_recipe(twin: str, pt: dict[str, Any], world: dict[str, Any]) -> dict[str, Any]:
+    """What determines the item streams beyond the PretrainConfig (saved with every state)."""
+    return {"twin": twin, "stages": pt["stages"], "seed": pt["seed"], "world": world, "tokenizer": pt.get("tokenizer")}
 
 
 def interleave(sources: list[Callable[[int], Iterator[dict]]], start: int = 0) -> Iterator[dict]:
@@ -49,7 +56,8 @@ def stage_source(
     """The deterministic item stream of stage `index` as a function of its first item's index:
     procedural-world tasks (`tasks`, with the stage's world overrides and wordings), the
     benchmark twins' instruction items (`bench`, ltopd.bench.suites.instruct), or both
-    alternating."""
+    alternating; the twins named in `evidence` answered evidence-first and, with `text_only`,
+    every item without its images (ltopd.bench.evidence)."""
     stage_world = {**world, **stage.get("world", {})}
     seed = PRETRAIN_SEED_BASE + pt["seed"] * 100 + index
     styles = [None if x == "plain" else x for x in stage.get("styles", ["plain"])]
@@ -60,7 +68,10 @@ def stage_source(
         sources.append(lambda start: instruct_stream(stage["bench"], seed, stage_world, start))
     if not sources:
         raise ValueError(f"pretrain stage {stage['name']!r} needs `tasks` or `bench`")
-    return sources[0] if len(sources) == 1 else (lambda start: interleave(sources, start))
+    source = sources[0] if len(sources) == 1 else (lambda start: interleave(sources, start))
+    if not stage.get("evidence") and not stage.get("text_only"):
+        return source
+    return lambda start: restyle(source(start), stage.get("evidence", ()), stage.get("text_only", False))
 
 
 def stage_sources(pt: dict[str, Any], world: dict[str, Any]) -> dict[str, Callable[[int], Iterator[dict]]]:
@@ -94,10 +105,8 @@ def run(twin: str, tokenizer, pt: dict[str, Any], world: dict[str, Any], floor: 
     """Build the twin from its config, pretrain it (resuming from `state_dir` when it holds a
     saved state), probe it; return (backbone, metrics)."""
     backbone = twin_backbone(twin, tokenizer, seed=pt["seed"])
-    recipe = {"twin": twin, "stages": pt["stages"], "seed": pt["seed"], "world": world,
-              "tokenizer": pt.get("tokenizer")}
     curve = pretrain(backbone, stage_sources(pt, world), pretrain_config(pt, lr_scale), on_step=on_step,
-                     state_dir=state_dir, checkpoint_every=checkpoint_every, recipe=recipe)
+                     state_dir=state_dir, checkpoint_every=checkpoint_every, recipe=pretrain_recipe(twin, pt, world))
     metrics = {**summarize(curve), **probe(backbone, heldout_records(pt, world), pt["heldout"], floor, progress)}
     metrics["parameters"] = sum(p.numel() for p in backbone.model.parameters())
     return backbone, metrics

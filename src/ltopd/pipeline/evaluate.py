@@ -39,7 +39,7 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, meth
               progress: bool = True) -> list[dict[str, Any]]:
     """Evaluate `model` on every target; returns the metrics written, in target order."""
     from ltopd.bench.evaluate import evaluate_settings
-    from ltopd.bench.evidence import text_only
+    from ltopd.bench.evidence import instructed, text_only
     from ltopd.bench.store import load_saved
     from ltopd.catalog import METHODS
     from ltopd.grid import eval_setting
@@ -55,6 +55,8 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, meth
     for (benchmark, records_dir), idx in by_benchmark.items():
         records = load_saved(records_dir)
         setups = [eval_setting(method, targets[i].budget, train_selector) for i in idx]
+        if benchmark in spec.get("evidence", ()):  # a twin taught to answer it evidence-first is asked so
+            records = [instructed(r, benchmark) for r in records]
         if not METHODS[method].images:  # the blind twin (a known method: eval_setting checked it)
             records = [text_only(r) for r in records]
         results = evaluate_settings(backbone, records, benchmark, setups, floor, batch_size, seed=seed,
@@ -123,6 +125,11 @@ def main(args: Any) -> int:
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
     spec, settings = job_inputs(args, ("evaluation", "reduction"), optional=("training",))
+    if getattr(args, "config", None):  # by hand: the backbone entry says what Snakemake's --spec would
+        from ltopd import config as config_mod
+
+        entry = config_mod.load(args.config)["backbones"].get(args.backbone, {})
+        spec.setdefault("evidence", entry.get("evidence", []))
     if getattr(args, "settings", None):
         targets = parse_targets(args.settings)
     else:

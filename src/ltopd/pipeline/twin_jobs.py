@@ -25,6 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_source(s, "release-twin")
     s.add_argument("--out", required=True, help="the release folder")
     s.add_argument("--state", required=True, help="folder of the resumable pretraining state")
+    s.add_argument("--warm-start", metavar="RELEASE", help="a release whose recipe this one continues (its stages, "
+                   "then one with `fresh_optimizer`): start from its weights instead of rerunning its stages "
+                   "(the weights a build from scratch gives; ltopd.models.release_job.warm_start)")
     _twin_arguments(s)
     s.set_defaults(func=release_twin)
     s = sub.add_parser("release-report", help="the released twins' cost and gates as markdown (docs/releases.md, "
@@ -102,6 +105,12 @@ def release_twin(args: argparse.Namespace) -> int:
     spec = twin_spec(spec, args.backbone)  # the twin's own stages, if its entry has them
     tokenizer = load_tokenizer(args.tokenizer)
     total = sum(s["steps"] for s in spec["pretrain"]["stages"])
+    from ltopd.models.pretrain import STATE_FILE
+
+    if args.warm_start and not (Path(args.state) / STATE_FILE).is_file():  # else: resume that state
+        info = release_job.warm_start(spec, args.backbone, args.warm_start, args.state)
+        print(f"warm start from {args.warm_start}: its {info['steps']} updates; code changed since: "
+              f"{info['code_changed_since_parent'] or 'none'}")
     with (job_run(settings, args.rule, {"backbone": args.backbone}, spec,
                   inputs={"tokenizer": args.tokenizer}) as run,
           progress_bar(total, f"release {entry['twin']}", "step") as bar):
@@ -122,10 +131,10 @@ def release_twin(args: argparse.Namespace) -> int:
     print(f"{args.backbone} ({entry['twin']}): {cost['steps']} updates, {cost['wall_s'] / 60:.1f} min of pretraining "
           f"-> {args.out}")
     for bench, g in gates["benchmarks"].items():
-        print(f"  {bench:10s} QO {g['question_only']:7.1f}  full {g['full']:7.1f}  "
+        print(f"  {bench:10s} QO {g['question_only']:7.1f}  blind {g['blind']:7.1f}  full {g['full']:7.1f}  "
               f"{gates['settings']['selector']} {gates['settings']['ratio']:g} "
               f"{g[reduced]:7.1f}  "
-              f"{g['margin_se']:+6.1f} SE  {'pass' if g['passed'] else 'FAIL'}")
+              f"{g['margin_se']:+6.1f} SE (blind {g['blind_margin_se']:+.1f})  {'pass' if g['passed'] else 'FAIL'}")
     print(f"  gates passed: {len(gates['passed'])} of {len(gates['benchmarks'])}")
     return 0
 

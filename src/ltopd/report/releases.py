@@ -36,15 +36,21 @@ def render(found: Mapping[str, Mapping[str, Any]], release_dir: str | Path, miss
                   f"{cost['steps']:,} updates of {m['recipe']['pretrain']['batch_size']} in "
                   f"{cost['wall_s'] / 60:.0f} min of pretraining on one CPU thread; "
                   f"gates passed on {len(gates['passed'])} of {len(gates['benchmarks'])} benchmark twins "
-                  f"({s['n']} held-out items each).", ""] + _probe_line(m) + [
-                  f"| benchmark | question-only (out of sample) | full tokens | {s['selector']} {100 * s['ratio']:g}% "
-                  f"| retain % | full - QO (SE) | gate (>= 3 SE) |",
-                  "|---|---|---|---|---|---|---|"]
+                  "(held-out items: n).", ""] + _probe_line(m) + [
+                  f"| benchmark | n | question-only (out of sample) | blind twin | full tokens | "
+                  f"{s['selector']} {100 * s['ratio']:g}% | retain % | full - QO (SE) | gate (>= 3 SE over both) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for bench, g in gates["benchmarks"].items():
             retain = "n/a" if g["retain"] is None else f"{g['retain']:.1f}"
-            lines.append(f"| {bench} | {g['question_only']:.1f} | {g['full']:.1f} | {g[reduced]:.1f} | {retain} | "
-                         f"{g['diff']:+.1f} ({g['se']:.1f}) | {'pass' if g['passed'] else 'fail'} "
-                         f"({g['margin_se']:+.1f} SE) |")
+            blind = "n/a" if "blind" not in g else f"{g['blind']:.1f}"  # manifests before the blind twin
+            margins = f"{g['margin_se']:+.1f} SE"
+            if "blind" in g:
+                margins += f"; blind {g['blind_margin_se']:+.1f} SE"
+            if g.get("asked"):
+                margins += f"; asked {g['asked']}"
+            lines.append(f"| {bench} | {g['n']} | {g['question_only']:.1f} | {blind} | {g['full']:.1f} | "
+                         f"{g[reduced]:.1f} | {retain} | {g['diff']:+.1f} ({g['se']:.1f}) | "
+                         f"{'pass' if g['passed'] else 'fail'} ({margins}) |")
         lines.append("")
     for name in missing:
         lines += [f"**{name}**: not released yet (`{root / name}` missing); a run that needs it builds it first.", ""]
