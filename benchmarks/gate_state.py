@@ -6,8 +6,8 @@ continue_release.py), without stopping it:
     python benchmarks/gate_state.py --twin qwen35-tiny \
         --state train_state/release/qwen35-tiny/pretrain_state.pt --tokenizer models/tokenizer [--n 100]
 
-or of a release folder at another number of gate items or on some benchmarks only (the manifest's
-gates use 200 on each):
+or of a release folder at another number of gate items or on some benchmarks only (without --n,
+each benchmark's evaluation n, as the manifest's gates):
 
     python benchmarks/gate_state.py --release releases/qwen35-tiny --n 1000 --bench pope,gqa,mme
 
@@ -25,20 +25,22 @@ import yaml
 
 import twin_source  # benchmarks/twin_source.py, beside this script
 from ltopd.models import release_job
-from ltopd.models.release import read_manifest, reduced_key
+from ltopd.models.release import read_manifest
+from ltopd.report.releases import gate_table
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     twin_source.add_arguments(ap)
     ap.add_argument("--config", default="config/default.yaml", help="profile: world, floor and benchmarks")
-    ap.add_argument("--n", type=int, default=100, help="gate items per benchmark")
+    ap.add_argument("--n", type=int, help="gate items per benchmark (default: its evaluation n, as the manifest's)")
     ap.add_argument("--bench", help="comma-separated benchmark twins (default: the profile's)")
     ap.add_argument("--evidence", help="comma-separated twins asked evidence-first (default: the twin's entry)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     cfg = yaml.safe_load(open(args.config))
-    cfg["pretrain"]["gates"] = {**(cfg["pretrain"].get("gates") or {}), "n": args.n}
+    if args.n:
+        cfg["pretrain"]["gates"] = {**(cfg["pretrain"].get("gates") or {}), "n": args.n}
     if args.bench:
         cfg["evaluation"]["benchmarks"] = {b: cfg["evaluation"]["benchmarks"][b] for b in args.bench.split(",")}
     name = read_manifest(args.release)["recipe"]["backbone"] if args.release else args.twin
@@ -47,15 +49,8 @@ def main() -> None:
         entry["evidence"] = [b for b in args.evidence.split(",") if b]
     backbone, what = twin_source.load(ap, args)
     gates = release_job.twin_gates(backbone, cfg, name)
-    s = gates["settings"]
-    reduced = reduced_key(s)
-    print(f"{what}, {s['n']} items per benchmark; asked evidence-first: {entry.get('evidence') or 'none'}\n")
-    print(f"| benchmark | question-only | blind twin | full | {reduced} | full - QO (SE) | gate |\n"
-          "|---|---|---|---|---|---|---|")
-    for bench, g in gates["benchmarks"].items():
-        print(f"| {bench} | {g['question_only']:.1f} | {g['blind']:.1f} | {g['full']:.1f} | {g[reduced]:.1f} | "
-              f"{g['diff']:+.1f} ({g['se']:.1f}) | {'pass' if g['passed'] else 'fail'} "
-              f"({g['margin_se']:+.1f} SE; blind {g['blind_margin_se']:+.1f} SE) |", flush=True)
+    print(f"{what}; asked evidence-first: {entry.get('evidence') or 'none'}\n")
+    print("\n".join(gate_table(gates)), flush=True)
 
 
 if __name__ == "__main__":

@@ -193,6 +193,13 @@ def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
     out += _stage_problems("pretrain.stages", pt["stages"], cfg["world"])
     for name, bb in cfg["backbones"].items():
         out += _stage_problems(f"backbones.{name}.pretrain_stages", bb.get("pretrain_stages") or [], cfg["world"])
+        if bb.get("twin"):  # a twin is asked evidence-first exactly where its stages taught it so
+            taught = {b for st in bb.get("pretrain_stages") or pt["stages"] for b in st.get("evidence", [])}
+            asked = set(bb.get("evidence", []))
+            if taught != asked:
+                out.append(f"backbones.{name}.evidence: {sorted(asked)}, but its pretraining stages teach "
+                           f"{sorted(taught)} evidence-first; list exactly those (evaluation asks them with "
+                           "their instruction, the others plainly)")
     out += [f"pretrain.heldout.{p}" for p in _world_problems({**cfg["world"], **pt["heldout"].get("world", {})})]
     bad = [t for t in pt["heldout"]["tasks"] if t not in TASKS]
     if bad:

@@ -232,6 +232,7 @@ def test_a_warm_start_from_a_release_gives_the_weights_a_build_from_scratch_give
     b = copy.deepcopy(a)
     b["pretrain"]["stages"].append({"name": "more", "steps": 2, "lr": 0.001, "bench": ["pope"], "evidence": ["pope"],
                                     "fresh_optimizer": True})
+    b["backbones"]["qwen35-tiny"]["evidence"] = ["pope"]  # its gates ask POPE with the instruction
     scratch, warm = tmp_path / "b1" / "qwen35-tiny", tmp_path / "b2" / "qwen35-tiny"
     assert _release(b, tmp_path, tokenizer_dir, scratch, tmp_path / "sb1") == 0
     assert _release(b, tmp_path, tokenizer_dir, warm, tmp_path / "sb2", ["--warm-start", str(parent)]) == 0
@@ -243,6 +244,19 @@ def test_a_warm_start_from_a_release_gives_the_weights_a_build_from_scratch_give
     start = two["pretraining"]["warm_start"]
     assert start["steps"] == 4 and start["weights_sha256"] == verify_weights(parent)["weights_sha256"]
     assert start["code_changed_since_parent"] == [] and "warm_start" not in one["pretraining"]
+    from ltopd.report import releases
+
+    rendered = releases.render({"qwen35-tiny": two}, warm.parent)
+    assert "warm-started from the release of its first 4 updates" in rendered
+    assert two["gates"]["benchmarks"]["pope"]["asked"] == "evidence-first" and "asked" not in \
+        two["gates"]["benchmarks"]["vstar"] and "asked evidence-first" in rendered
+    # the warm-started state folder resumes only as a warm start (its record never outlives it)
+    with pytest.raises(SystemExit, match="was warm-started from"):
+        _release(b, tmp_path, tokenizer_dir, tmp_path / "b3" / "qwen35-tiny", tmp_path / "sb2")
+    assert _release(b, tmp_path, tokenizer_dir, tmp_path / "b3" / "qwen35-tiny", tmp_path / "sb2",
+                    ["--warm-start", str(parent)]) == 0
+    assert "resuming the warm-started build" in capsys.readouterr().out
+    assert verify_weights(tmp_path / "b3" / "qwen35-tiny")["weights_sha256"] == two["weights_sha256"]
 
     # a recipe that does not continue the parent's is refused, naming why
     for mutate, why in ((lambda c: c["pretrain"]["stages"][-1].pop("fresh_optimizer"), "fresh_optimizer"),

@@ -105,12 +105,7 @@ def release_twin(args: argparse.Namespace) -> int:
     spec = twin_spec(spec, args.backbone)  # the twin's own stages, if its entry has them
     tokenizer = load_tokenizer(args.tokenizer)
     total = sum(s["steps"] for s in spec["pretrain"]["stages"])
-    from ltopd.models.pretrain import STATE_FILE
-
-    if args.warm_start and not (Path(args.state) / STATE_FILE).is_file():  # else: resume that state
-        info = release_job.warm_start(spec, args.backbone, args.warm_start, args.state)
-        print(f"warm start from {args.warm_start}: its {info['steps']} updates; code changed since: "
-              f"{info['code_changed_since_parent'] or 'none'}")
+    _warm_start_or_resume(args, spec, entry)
     with (job_run(settings, args.rule, {"backbone": args.backbone}, spec,
                   inputs={"tokenizer": args.tokenizer}) as run,
           progress_bar(total, f"release {entry['twin']}", "step") as bar):
@@ -137,6 +132,36 @@ def release_twin(args: argparse.Namespace) -> int:
               f"{g['margin_se']:+6.1f} SE (blind {g['blind_margin_se']:+.1f})  {'pass' if g['passed'] else 'FAIL'}")
     print(f"  gates passed: {len(gates['passed'])} of {len(gates['benchmarks'])}")
     return 0
+
+
+def _warm_start_or_resume(args: argparse.Namespace, spec: dict[str, Any], entry: dict[str, Any]) -> None:
+    """With --warm-start, seed --state from the release unless it holds this recipe's warm-started
+    state (then resume it); a folder's warm-start record must never outlive its state, or the
+    manifest would claim a start the build did not make."""
+    import json
+
+    import torch
+
+    from ltopd.models import release_job, twin_job
+    from ltopd.models.pretrain import STATE_FILE, _fingerprint
+
+    state, record = Path(args.state) / STATE_FILE, Path(args.state) / release_job.WARM_START
+    if not args.warm_start:
+        if record.is_file():
+            raise SystemExit(f"{args.state} was warm-started from {json.loads(record.read_text())['parent']}: "
+                             "resume it with the same --warm-start, or give an empty --state folder")
+        return
+    pt = spec["pretrain"]
+    mine = _fingerprint(twin_job.pretrain_config(pt, entry.get("lr_scale", 1.0)),
+                        twin_job.pretrain_recipe(entry["twin"], pt, spec["world"]))
+    if state.is_file() and record.is_file() and \
+            torch.load(state, map_location="cpu", weights_only=False).get("recipe") == mine:
+        print(f"resuming the warm-started build in {args.state}")
+        return
+    record.unlink(missing_ok=True)
+    info = release_job.warm_start(spec, args.backbone, args.warm_start, args.state)
+    print(f"warm start from {args.warm_start}: its {info['steps']} updates; code changed since: "
+          f"{info['code_changed_since_parent'] or 'none'}")
 
 
 def release_report(args: argparse.Namespace) -> int:

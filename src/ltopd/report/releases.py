@@ -24,37 +24,52 @@ def _size_mb(folder: Path) -> float:
 
 
 def render(found: Mapping[str, Mapping[str, Any]], release_dir: str | Path, missing: Sequence[str] = ()) -> str:
-    """Markdown: one cost line per twin, then per benchmark question-only / full / reduced and
-    the gate verdict."""
+    """Markdown: one cost line per twin (a warm-started build says from where), then per
+    benchmark its n, both baselines (question-only, blind twin; "n/a" in manifests before the
+    blind twin), full / reduced and the gate verdict."""
     root = Path(release_dir)
     lines = []
     for name, m in found.items():
         cost, gates = m["pretraining"], m["gates"]
-        s = gates["settings"]
-        reduced = reduced_key(s)
         lines += [f"**{name}** (`{root / name}`, {_size_mb(root / name):.1f} MB): {cost['parameters']:,} parameters, "
                   f"{cost['steps']:,} updates of {m['recipe']['pretrain']['batch_size']} in "
-                  f"{cost['wall_s'] / 60:.0f} min of pretraining on one CPU thread; "
+                  f"{cost['wall_s'] / 60:.0f} min of pretraining on one CPU thread{_warm_start(cost)}; "
                   f"gates passed on {len(gates['passed'])} of {len(gates['benchmarks'])} benchmark twins "
-                  "(held-out items: n).", ""] + _probe_line(m) + [
-                  f"| benchmark | n | question-only (out of sample) | blind twin | full tokens | "
-                  f"{s['selector']} {100 * s['ratio']:g}% | retain % | full - QO (SE) | gate (>= 3 SE over both) |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for bench, g in gates["benchmarks"].items():
-            retain = "n/a" if g["retain"] is None else f"{g['retain']:.1f}"
-            blind = "n/a" if "blind" not in g else f"{g['blind']:.1f}"  # manifests before the blind twin
-            margins = f"{g['margin_se']:+.1f} SE"
-            if "blind" in g:
-                margins += f"; blind {g['blind_margin_se']:+.1f} SE"
-            if g.get("asked"):
-                margins += f"; asked {g['asked']}"
-            lines.append(f"| {bench} | {g['n']} | {g['question_only']:.1f} | {blind} | {g['full']:.1f} | "
-                         f"{g[reduced]:.1f} | {retain} | {g['diff']:+.1f} ({g['se']:.1f}) | "
-                         f"{'pass' if g['passed'] else 'fail'} ({margins}) |")
+                  "(held-out items per benchmark: column n).", ""] + _probe_line(m) + gate_table(gates)
         lines.append("")
     for name in missing:
         lines += [f"**{name}**: not released yet (`{root / name}` missing); a run that needs it builds it first.", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def gate_table(gates: Mapping[str, Any]) -> list[str]:
+    """A manifest's (or ltopd.models.release_job.twin_gates') gates as markdown table lines."""
+    s = gates["settings"]
+    reduced = reduced_key(s)
+    lines = [f"| benchmark | n | question-only (out of sample) | blind twin | full tokens | "
+             f"{s['selector']} {100 * s['ratio']:g}% | retain % | full - QO (SE) | gate (>= 3 SE over both) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for bench, g in gates["benchmarks"].items():
+        retain = "n/a" if g["retain"] is None else f"{g['retain']:.1f}"
+        blind = "n/a" if "blind" not in g else f"{g['blind']:.1f}"  # manifests before the blind twin
+        margins = f"{g['margin_se']:+.1f} SE"
+        if "blind" in g:
+            margins += f"; blind {g['blind_margin_se']:+.1f} SE"
+        if g.get("asked"):
+            margins += f"; asked {g['asked']}"
+        lines.append(f"| {bench} | {g['n']} | {g['question_only']:.1f} | {blind} | {g['full']:.1f} | "
+                     f"{g[reduced]:.1f} | {retain} | {g['diff']:+.1f} ({g['se']:.1f}) | "
+                     f"{'pass' if g['passed'] else 'fail'} ({margins}) |")
+    return lines
+
+
+def _warm_start(cost: Mapping[str, Any]) -> str:
+    """Where a warm-started build began (ltopd.models.release_job.warm_start)."""
+    start = cost.get("warm_start")
+    if not start:
+        return ""
+    return (f" ({(cost['wall_s'] - start['wall_s']) / 60:.0f} min of it in this build, warm-started from the "
+            f"release of its first {start['steps']:,} updates)")
 
 
 def _probe_line(m: Mapping[str, Any]) -> list[str]:
