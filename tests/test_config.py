@@ -63,6 +63,8 @@ def _broken(tmp_path, mutate) -> Path:
      ["pretrain.stages.1.evidence", "['pope'] not among the stage's `bench`"]),
     (lambda c: c["pretrain"]["stages"][1].update(bench=["pope"], world={"min_objects": 1, "max_objects": 1}),
      ["pretrain.stages.1", "bench twin 'pope' cannot be posed in this world"]),
+    (lambda c: c["pretrain"]["stages"][0].update(objective="dense", fresh_optimizer=True),
+     ["pretrain.stages.0", "dense stage at or after a `fresh_optimizer` stage"]),
     (lambda c: c["pretrain"]["stages"][0].update(objective="dense", text_only=True),
      ["pretrain.stages.0.text_only", "needs the images"]),
     (lambda c: c["pretrain"]["stages"][1].update(bench=["gqa"], evidence=["gqa"]),

@@ -225,6 +225,9 @@ def _stage_problems(key: str, stages: list[dict[str, Any]], base_world: dict[str
         if stage.get("objective") == "dense" and (stage.get("bench") or not stage.get("tasks")):
             out.append(f"{key}.{i}: a dense stage trains on world `tasks` items (their scenes label the tokens), "
                        "not `bench`")
+        if stage.get("objective") == "dense" and any(st.get("fresh_optimizer") for st in stages[:i + 1]):
+            out.append(f"{key}.{i}: a dense stage at or after a `fresh_optimizer` stage would reuse the earlier "
+                       "stages' dense heads, where a run started from the weights begins them anew")
         if stage.get("objective") == "dense" and stage.get("text_only"):
             out.append(f"{key}.{i}.text_only: a dense stage labels the image's tokens; it needs the images")
         stray = [b for b in stage.get("evidence", []) if b not in stage.get("bench", [])]

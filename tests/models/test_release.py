@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -258,6 +259,12 @@ def test_a_warm_start_from_a_release_gives_the_weights_a_build_from_scratch_give
     assert "resuming the warm-started build" in capsys.readouterr().out
     assert verify_weights(tmp_path / "b3" / "qwen35-tiny")["weights_sha256"] == two["weights_sha256"]
 
+    # another vocabulary (same size or not) is refused before any weights are seeded
+    other_tok = tmp_path / "other_tok"
+    shutil.copytree(tokenizer_dir, other_tok)
+    (other_tok / "tokenizer.json").write_text((other_tok / "tokenizer.json").read_text() + " ")
+    with pytest.raises(SystemExit, match="is not the tokenizer of"):
+        _release(b, tmp_path, other_tok, tmp_path / "y" / "qwen35-tiny", tmp_path / "sy", ["--warm-start", str(parent)])
     # a recipe that does not continue the parent's is refused, naming why
     for mutate, why in ((lambda c: c["pretrain"]["stages"][-1].pop("fresh_optimizer"), "fresh_optimizer"),
                         (lambda c: c["pretrain"]["stages"][0].update(steps=3), "first 2 stages"),

@@ -166,3 +166,21 @@ def test_a_twin_taught_evidence_first_is_asked_with_the_instruction(tmp_path, mo
     assert asked[0] == [r["question"] for r in records]
     assert asked[1] == [instructed(r, "pope")["question"] for r in records]
     assert all(q.endswith("then answer yes or no.") for q in asked[1])
+
+
+def test_snakemake_passes_a_twins_evidence_to_its_evaluations_only():
+    """eval_group_spec: the default's qwen35-tiny (entry `evidence: [pope]`) is evaluated with it in
+    --spec; glm46v-tiny (no such entry) without, so its evaluations' params are unchanged."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    def command(rule: str) -> str:
+        dry = subprocess.run([sys.executable, "-m", "snakemake", "-n", "-p", "--cores", "1", rule], cwd=ROOT,
+                             capture_output=True, text=True)
+        assert dry.returncode == 0, dry.stderr[-2000:]
+        return next(line for line in dry.stdout.splitlines() if "ltopd evaluate-group" in line)
+
+    assert '"evidence": ["pope"]' in command("evaluate_qwen35_tiny_full_s0")
+    assert '"evidence"' not in command("evaluate_glm46v_tiny_full_s0")

@@ -158,6 +158,12 @@ def _warm_start_or_resume(args: argparse.Namespace, spec: dict[str, Any], entry:
             torch.load(state, map_location="cpu", weights_only=False).get("recipe") == mine:
         print(f"resuming the warm-started build in {args.state}")
         return
+    from ltopd.models.release import sha256_file
+
+    mine_tok, theirs_tok = (Path(d) / "tokenizer.json" for d in (args.tokenizer, args.warm_start))
+    if sha256_file(mine_tok) != sha256_file(theirs_tok):  # same vocabulary size is not the same vocabulary
+        raise SystemExit(f"--tokenizer {args.tokenizer} is not the tokenizer of {args.warm_start}: its weights "
+                         "index another vocabulary (pass the release folder itself as --tokenizer)")
     record.unlink(missing_ok=True)
     info = release_job.warm_start(spec, args.backbone, args.warm_start, args.state)
     print(f"warm start from {args.warm_start}: its {info['steps']} updates; code changed since: "
