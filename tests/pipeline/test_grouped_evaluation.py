@@ -119,15 +119,21 @@ def test_groups_cover_the_grid_once():
         assert len(set(names)) == len(names) and all(n.isidentifier() for n in names)
 
 
+def _pope_twin(tmp_path, monkeypatch, n: int) -> list[dict]:
+    """n POPE records in tmp_path/records and an untrained twin in tmp_path/model; the records."""
+    _env(tmp_path, monkeypatch)
+    records = build_records("pope", {"n": n}, 0, {"image_size": 128})
+    save_records(records, tmp_path / "records")
+    tok = build_tokenizer([r["question"] for r in records] * 3, 400)
+    save_backbone(twin_backbone("qwen35-tiny", tok, seed=0), tmp_path / "model")
+    return records
+
+
 def test_the_blind_twin_is_asked_without_the_images(tmp_path, monkeypatch):
     """`--method blind` evaluates the same records with their images removed, full tokens with them."""
     import ltopd.bench.evaluate as evaluate_module
 
-    _env(tmp_path, monkeypatch)
-    records = build_records("pope", {"n": 6}, 0, {"image_size": 128})
-    save_records(records, tmp_path / "records")
-    tok = build_tokenizer([r["question"] for r in records] * 3, 400)
-    save_backbone(twin_backbone("qwen35-tiny", tok, seed=0), tmp_path / "model")
+    _pope_twin(tmp_path, monkeypatch, 6)
     seen = {}
     original = evaluate_module.evaluate_settings
     monkeypatch.setattr(evaluate_module, "evaluate_settings",
@@ -149,11 +155,7 @@ def test_a_twin_taught_evidence_first_is_asked_with_the_instruction(tmp_path, mo
     twin's instruction, in the written predictions too; without it they are the plain questions."""
     from ltopd.bench.evidence import instructed
 
-    _env(tmp_path, monkeypatch)
-    records = build_records("pope", {"n": 4}, 0, {"image_size": 128})
-    save_records(records, tmp_path / "records")
-    tok = build_tokenizer([r["question"] for r in records] * 3, 400)
-    save_backbone(twin_backbone("qwen35-tiny", tok, seed=0), tmp_path / "model")
+    records = _pope_twin(tmp_path, monkeypatch, 4)
     asked = {}
     for evidence in ([], ["pope"]):
         spec = json.dumps({"profile": "t", "reduction": {"floor": 1}, "evaluation": {"batch_size": 4},
