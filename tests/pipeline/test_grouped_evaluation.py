@@ -186,3 +186,27 @@ def test_snakemake_passes_a_twins_evidence_to_its_evaluations_only():
 
     assert '"evidence": ["pope"]' in command("evaluate_qwen35_tiny_full_s0")
     assert '"evidence"' not in command("evaluate_glm46v_tiny_full_s0")
+
+
+def test_by_hand_evaluation_reads_the_backbones_evidence_from_the_profile(tmp_path, monkeypatch):
+    """`ltopd evaluate --config P` (no Snakemake --spec) asks POPE as the backbone entry says."""
+    import yaml
+
+    from conftest import ROOT
+    from ltopd.bench.evidence import instructed
+
+    records = _pope_twin(tmp_path, monkeypatch, 4)
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg["pretrain"]["stages"][1].update(bench=["pope"], evidence=["pope"])  # the stages that taught it
+    for entry in cfg["backbones"].values():  # every twin of the profile trains on those stages
+        entry["evidence"] = ["pope"]
+    cfg["mlflow"] = {"tracking_uri": f"sqlite:///{tmp_path}/m.db", "experiment": "e",
+                     "artifact_root": str(tmp_path / "a")}
+    profile = tmp_path / "p.yaml"
+    profile.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "out"
+    assert main(["evaluate", "--config", str(profile), "--backbone", "qwen35-tiny", "--model", str(tmp_path / "model"),
+                 "--method", "full", "--records", str(tmp_path / "records"), "--budget", "1", "--benchmark", "pope",
+                 "--seed", "0", "--out-dir", str(out)]) == 0
+    asked = [json.loads(line)["question"] for line in open(out / "predictions.jsonl")]
+    assert asked == [instructed(r, "pope")["question"] for r in records]
