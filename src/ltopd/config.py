@@ -179,6 +179,7 @@ def _study_problems(cfg: dict[str, Any]) -> list[str]:
 
 def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
     from ltopd.data.world import TASKS
+    from ltopd.models.release import twin_spec
     from ltopd.models.twins import TWINS
     from ltopd.selectors import SELECTORS
 
@@ -194,7 +195,8 @@ def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
     for name, bb in cfg["backbones"].items():
         out += _stage_problems(f"backbones.{name}.pretrain_stages", bb.get("pretrain_stages") or [], cfg["world"])
         if bb.get("twin"):  # a twin is asked evidence-first exactly where its stages taught it so
-            taught = {b for st in bb.get("pretrain_stages") or pt["stages"] for b in st.get("evidence", [])}
+            stages = twin_spec(cfg, name)["pretrain"]["stages"]
+            taught = {b for st in stages for b in st.get("evidence", [])}
             asked = set(bb.get("evidence", []))
             if taught != asked:
                 out.append(f"backbones.{name}.evidence: {sorted(asked)}, but its pretraining stages teach "

@@ -122,15 +122,10 @@ def release_twin(args: argparse.Namespace) -> int:
         run.log_metrics({k: float(v) for k, v in flatten(manifest["gates"]["benchmarks"]).items()
                          if isinstance(v, (int, float)) and not isinstance(v, bool)})
     cost, gates = manifest["pretraining"], manifest["gates"]
-    reduced = releases.reduced_key(gates["settings"])
     print(f"{args.backbone} ({entry['twin']}): {cost['steps']} updates, {cost['wall_s'] / 60:.1f} min of pretraining "
           f"-> {args.out}")
-    for bench, g in gates["benchmarks"].items():
-        print(f"  {bench:10s} QO {g['question_only']:7.1f}  blind {g['blind']:7.1f}  full {g['full']:7.1f}  "
-              f"{gates['settings']['selector']} {gates['settings']['ratio']:g} "
-              f"{g[reduced]:7.1f}  "
-              f"{g['margin_se']:+6.1f} SE (blind {g['blind_margin_se']:+.1f})  {'pass' if g['passed'] else 'FAIL'}")
-    print(f"  gates passed: {len(gates['passed'])} of {len(gates['benchmarks'])}")
+    print("\n".join(releases.gate_table(gates)))
+    print(f"gates passed: {len(gates['passed'])} of {len(gates['benchmarks'])}")
     return 0
 
 

@@ -1,8 +1,8 @@
 """The gate of a benchmark: does the full-token model beat the question-only baseline (the better
 of an out-of-sample answer prior and a uniform guess) by a clear margin, and, where it was
 evaluated, the blind twin too? Used by Table 2 (which benchmarks enter the average retain ratio)
-and by the released twins' manifests (what each twin can do; computed when the release was
-built, with the baseline of that code, and without the blind twin)."""
+and by the released twins' manifests (what each twin can do, on its own gate items:
+ltopd.models.release_job.twin_gates)."""
 
 from __future__ import annotations
 
