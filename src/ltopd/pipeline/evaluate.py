@@ -124,12 +124,10 @@ def main(args: Any) -> int:
 
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
-    spec, settings = job_inputs(args, ("evaluation", "reduction"), optional=("training",))
-    if getattr(args, "config", None):  # by hand: the backbone entry says what Snakemake's --spec would
-        from ltopd import config as config_mod
-
-        entry = config_mod.load(args.config)["backbones"].get(args.backbone, {})
-        spec.setdefault("evidence", entry.get("evidence", []))
+    spec, settings = job_inputs(args, ("evaluation", "reduction"), optional=("training", "backbones"))
+    # by hand (--config), the backbone entry says what Snakemake's --spec carries as `evidence`
+    entry = spec.pop("backbones").get(args.backbone, {})
+    spec.setdefault("evidence", entry.get("evidence", []))
     if getattr(args, "settings", None):
         targets = parse_targets(args.settings)
     else:
