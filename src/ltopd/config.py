@@ -248,8 +248,9 @@ def _stage_problems(key: str, stages: list[dict[str, Any]], base_world: dict[str
 
 # Items of each bench twin drawn in a stage's own world (MME: 200 images, every category 28 times).
 # A twin item's answer is drawn before its scene (no acceptance bias), so a narrow world fails some
-# items only: MMBench's counts in a world of at most four objects fail about one in a hundred,
-# minutes into a run (docs/pretraining.md). Rarer failures still surface there, as its error.
+# items only: in a world of at most four objects an MMBench count of five (one question in 36) can
+# never be posed, which crashed a run 20 minutes in (docs/pretraining.md); 400 records (~130
+# questions) miss that world about once in 50. Rarer failures still surface in the run, as its error.
 POSABLE_DRAWS = 400
 
 
