@@ -63,7 +63,7 @@ def _broken(tmp_path, mutate) -> Path:
      ["pretrain.stages.1.evidence", "['pope'] not among the stage's `bench`"]),
     (lambda c: c["pretrain"]["stages"][1].update(bench=["pope"], world={"min_objects": 1, "max_objects": 1}),
      ["pretrain.stages.1", "bench twin 'pope' cannot be posed in this world"]),
-    # fails about one MMBench item in a hundred (a count above four): a run's error minutes in, before
+    # an MMBench count of five (one question in 36) cannot be posed there: a run's error 20 minutes in, before
     (lambda c: c["pretrain"]["stages"][1].update(bench=["mmbench"], world={"max_objects": 4, "min_object_px": 32}),
      ["pretrain.stages.1", "bench twin 'mmbench' cannot be posed in this world"]),
     (lambda c: c["pretrain"]["stages"][0].update(objective="dense", fresh_optimizer=True),

@@ -125,7 +125,8 @@ def main(args: Any) -> int:
     torch.set_num_threads(args.threads)
     start = time.perf_counter()
     spec, settings = job_inputs(args, ("evaluation", "reduction"), optional=("training", "backbones"))
-    # by hand (--config), the backbone entry says what Snakemake's --spec carries as `evidence`
+    # Snakemake's --spec carries `evidence` itself; by hand (--config) the backbone entry says it
+    # (the profile's other entries stay out of the job's spec and its MLflow params)
     entry = spec.pop("backbones").get(args.backbone, {})
     spec.setdefault("evidence", entry.get("evidence", []))
     if getattr(args, "settings", None):
