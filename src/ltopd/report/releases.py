@@ -33,7 +33,7 @@ def render(found: Mapping[str, Mapping[str, Any]], release_dir: str | Path, miss
         cost, gates = m["pretraining"], m["gates"]
         lines += [f"**{name}** (`{root / name}`, {_size_mb(root / name):.1f} MB): {cost['parameters']:,} parameters, "
                   f"{cost['steps']:,} updates of {m['recipe']['pretrain']['batch_size']} in "
-                  f"{cost['wall_s'] / 60:.0f} min of pretraining on one CPU thread{_warm_start(cost)}; "
+                  f"{cost['wall_s'] / 60:.0f} min of pretraining wall time on CPU{_warm_start(cost)}; "
                   f"gates passed on {len(gates['passed'])} of {len(gates['benchmarks'])} benchmark twins "
                   "(held-out items per benchmark: column n).", ""] + _probe_line(m) + gate_table(gates)
         lines.append("")
