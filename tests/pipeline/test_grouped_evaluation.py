@@ -171,10 +171,13 @@ def test_a_twin_taught_evidence_first_is_asked_with_the_instruction(tmp_path, mo
 
 
 def test_snakemake_passes_a_twins_evidence_to_its_evaluations_only():
-    """eval_group_spec: the default's qwen35-tiny (entry `evidence: [pope]`) is evaluated with it in
-    --spec; glm46v-tiny (no such entry) without, so its evaluations' params are unchanged."""
+    """eval_group_spec: the default's qwen35-tiny (entry `evidence: [..., pope]`) is evaluated with
+    it in --spec; glm46v-tiny (no such entry) without, so its evaluations' params are unchanged."""
+    import json
     import subprocess
     import sys
+
+    import yaml
 
     from conftest import ROOT
 
@@ -184,7 +187,9 @@ def test_snakemake_passes_a_twins_evidence_to_its_evaluations_only():
         assert dry.returncode == 0, dry.stderr[-2000:]
         return next(line for line in dry.stdout.splitlines() if "ltopd evaluate-group" in line)
 
-    assert '"evidence": ["pope"]' in command("evaluate_qwen35_tiny_full_s0")
+    evidence = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())["backbones"]["qwen35-tiny"]["evidence"]
+    assert "pope" in evidence
+    assert f'"evidence": {json.dumps(evidence)}' in command("evaluate_qwen35_tiny_full_s0")
     assert '"evidence"' not in command("evaluate_glm46v_tiny_full_s0")
 
 

@@ -48,8 +48,9 @@ if grid.twins(config):
 
 # Released twins: `snakemake --cores all release_twins --forcerun release_twin` rebuilds every
 # backbone's `release` folder from the profile's pretrain section (resuming from
-# train_state/release/<backbone> when a build was interrupted). Nothing else depends on this
-# rule (consumers read the committed folder as `ancient`), so no other target ever rebuilds a release.
+# train_state/release/<backbone> when a build was interrupted). Nothing else depends on a built
+# release (common.smk: backbone_weights; jobs take its weights' hashes as a param), so no other
+# target ever rebuilds one, even when a profile section this rule reads has changed.
 if grid.released(config):
 
     rule release_twin:

@@ -94,7 +94,20 @@ def eval_model(backbone, method, seed):
     """The weights an evaluation group loads: a trained method's student, else the backbone."""
     if catalog.METHODS[method].kind == "trained":
         return PATHS["student"].format(backbone=backbone, method=method, seed=seed)
+    return grid.model_path(config, backbone)
+
+
+def eval_model_input(backbone, method, seed):
+    """eval_model as an input edge (none for a built release: backbone_weights)."""
+    if catalog.METHODS[method].kind == "trained":
+        return eval_model(backbone, method, seed)
     return backbone_weights(backbone)
+
+
+def eval_release_weights(backbone, method):
+    """release_weights for an evaluation of the backbone itself; a student's evaluation reruns
+    when its training does (the student folder is its input)."""
+    return "" if catalog.METHODS[method].kind == "trained" else release_weights(backbone)
 
 
 def code(*packages):
@@ -121,16 +134,40 @@ def bench_source(wildcards):
     return [path] if path else []
 
 
+def release_weights(backbone):
+    """A released twin's weights (sha256 per file, from its manifest) as a job param, so that a
+    newly committed release reruns exactly the jobs that start from it; "" for other backbones
+    and for a release not built yet."""
+    from ltopd.models.release import MANIFEST
+
+    if not config["backbones"][backbone].get("release"):
+        return ""
+    manifest = Path(grid.model_path(config, backbone), MANIFEST)
+    return json.dumps(json.loads(manifest.read_text())["weights_sha256"], sort_keys=True) if manifest.is_file() else ""
+
+
 def backbone_weights(backbone):
-    """A backbone's weights: a local checkpoint, a released twin, or the twin this run pretrains.
-    A release is `ancient`: committed files whose checkout time says nothing, and whose rule runs
-    only when asked (`release_twins`)."""
+    """The input edge to a backbone's weights: a local checkpoint, the twin this run pretrains, or
+    a released twin not built yet (`ancient`: its checkout time says nothing). A built release is
+    no input at all: its rule runs only when asked (`release_twins`), and as anyone's input
+    Snakemake would rerun it (hours) whenever a profile section it reads changes. Jobs take its
+    weights' hashes as a param instead (release_weights)."""
     path = grid.model_path(config, backbone)
-    return ancient(path) if config["backbones"][backbone].get("release") else path
+    if not config["backbones"][backbone].get("release"):
+        return path
+    return [] if release_weights(backbone) else ancient(path)
 
 
 def base_model(wildcards):
     return backbone_weights(wildcards.backbone)
+
+
+def base_model_path(wildcards):
+    return grid.model_path(config, wildcards.backbone)
+
+
+def base_release_weights(wildcards):
+    return release_weights(wildcards.backbone)
 
 
 def ablation_inputs(wildcards):

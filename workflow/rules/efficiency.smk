@@ -15,6 +15,8 @@ rule efficiency:
     output:
         PATHS["efficiency"],
     params:
+        model=base_model_path,
+        weights=base_release_weights,
         spec=spec("reduction", efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"},
                   training={"selector": grid.train_selector(config) or "cdpruner"}),
         budget=grid.target_budget(config),
@@ -32,7 +34,7 @@ rule efficiency:
     conda:
         "../../envs/ltopd.yaml"
     shell:
-        "ltopd table5 measure --spec {params.spec:q} --backbone {wildcards.backbone} --model {input.model} "
+        "ltopd table5 measure --spec {params.spec:q} --backbone {wildcards.backbone} --model {params.model} "
         "--records {input.records} --budget {params.budget} --seed {params.seed} --out {output} "
         "--threads {params.torch_threads} --rule efficiency > {log} 2>&1"
 

@@ -34,7 +34,7 @@ for (_bb, _method, _seed), _jobs in grid.eval_groups(config).items():
         name:
             grid.group_name(_bb, _method, _seed)
         input:
-            model=eval_model(_bb, _method, _seed),
+            model=eval_model_input(_bb, _method, _seed),
             records=sorted({PATHS["bench"].format(benchmark=j.benchmark, seed=_seed) for j in _jobs}),
             code=job_code("evaluate", "bench", "models", "selectors"),
         output:
@@ -42,6 +42,8 @@ for (_bb, _method, _seed), _jobs in grid.eval_groups(config).items():
             predictions=[eval_path("eval_predictions", j) for j in _jobs],
         params:
             spec=eval_group_spec(_bb, _method),
+            model=eval_model(_bb, _method, _seed),
+            weights=eval_release_weights(_bb, _method),
             settings=eval_group_settings(_jobs),
             backbone=_bb,
             method=_method,
@@ -56,7 +58,7 @@ for (_bb, _method, _seed), _jobs in grid.eval_groups(config).items():
         conda:
             "../../envs/ltopd.yaml"
         shell:
-            "ltopd evaluate-group --spec {params.spec:q} --backbone {params.backbone} --model {input.model} "
+            "ltopd evaluate-group --spec {params.spec:q} --backbone {params.backbone} --model {params.model} "
             "--method {params.method} --seed {params.seed} --settings {params.settings:q} "
             "--threads {threads} --rule evaluate > {log} 2>&1"
 

@@ -12,6 +12,8 @@ rule train:
         model=directory(PATHS["student"]),
         metrics=PATHS["train_metrics"],
     params:
+        model=base_model_path,
+        weights=base_release_weights,
         spec=train_spec,
         budget=grid.target_budget(config),
         checkpoints=lambda wc: PATHS["checkpoints"].format(**wc),
@@ -27,7 +29,7 @@ rule train:
     conda:
         "../../envs/ltopd.yaml"
     shell:
-        "{params.launch} train --spec {params.spec:q} --backbone {wildcards.backbone} --model {input.model} "
+        "{params.launch} train --spec {params.spec:q} --backbone {wildcards.backbone} --model {params.model} "
         "--data {input.data} --method {wildcards.method} --budget {params.budget} --seed {wildcards.seed} "
         "--checkpoints {params.checkpoints} --out {output.model} --metrics {output.metrics} "
         "--threads {threads} --rule train > {log} 2>&1"
