@@ -162,6 +162,12 @@ def base_model(wildcards):
     return backbone_weights(wildcards.backbone)
 
 
+def model_arg(path):
+    """A job's --model: its input edge where it has one, else the built release's folder (a
+    param computed from the input, as Snakemake's lint asks of paths)."""
+    return lambda wildcards, input: input.model if input.model else path(wildcards)
+
+
 def base_model_path(wildcards):
     return grid.model_path(config, wildcards.backbone)
 

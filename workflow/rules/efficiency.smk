@@ -15,7 +15,7 @@ rule efficiency:
     output:
         PATHS["efficiency"],
     params:
-        model=base_model_path,
+        model=model_arg(base_model_path),
         weights=base_release_weights,
         spec=spec("reduction", efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"},
                   training={"selector": grid.train_selector(config) or "cdpruner"}),

@@ -42,7 +42,7 @@ for (_bb, _method, _seed), _jobs in grid.eval_groups(config).items():
             predictions=[eval_path("eval_predictions", j) for j in _jobs],
         params:
             spec=eval_group_spec(_bb, _method),
-            model=eval_model(_bb, _method, _seed),
+            model=model_arg(lambda wildcards, path=eval_model(_bb, _method, _seed): path),
             weights=eval_release_weights(_bb, _method),
             settings=eval_group_settings(_jobs),
             backbone=_bb,

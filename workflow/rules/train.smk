@@ -12,7 +12,7 @@ rule train:
         model=directory(PATHS["student"]),
         metrics=PATHS["train_metrics"],
     params:
-        model=base_model_path,
+        model=model_arg(base_model_path),
         weights=base_release_weights,
         spec=train_spec,
         budget=grid.target_budget(config),
