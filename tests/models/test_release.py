@@ -139,6 +139,33 @@ def test_pipeline_uses_releases_and_never_schedules_their_build(smoke_cfg_module
     assert build.returncode == 0 and "release_twin" in _scheduled(build.stdout + build.stderr)
 
 
+def test_a_new_release_reruns_exactly_the_jobs_that_start_from_it(smoke_cfg_module, tmp_path, tokenizer_dir):
+    """A built release is no job's input (its checkout time says nothing); its weights' sha256 is a
+    param of the jobs that load it, so a committed new release reruns them, and only them."""
+    from ltopd.grid import group_name
+
+    cfg = _profile(smoke_cfg_module, tmp_path)
+    release = tmp_path / "releases" / "qwen35-tiny"
+    assert _release(cfg, tmp_path, tokenizer_dir, release, tmp_path / "s") == 0
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    job = group_name("qwen35-tiny", "full", 0)
+
+    def snakemake(*args: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "snakemake", job, "--cores", "1", "--configfile", str(path),
+                               *args], cwd=ROOT, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout + proc.stderr
+
+    snakemake()  # the evaluation itself, from the release
+    assert "Nothing to be done" in snakemake("-n")
+    manifest = json.loads((release / MANIFEST).read_text())
+    manifest["weights_sha256"] = {k: "0" * 64 for k in manifest["weights_sha256"]}  # as a new release's
+    (release / MANIFEST).write_text(json.dumps(manifest))
+    again = snakemake("-n")
+    assert "Params have changed" in again and _scheduled(again) == {"evaluate"}
+
+
 def _scheduled(log: str) -> set[str]:
     """Rule names in the dry run's first "Job stats" table."""
     table = log.split("Job stats:", 1)[1].split("total", 1)[0]
