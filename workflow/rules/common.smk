@@ -1,4 +1,5 @@
 # Shared helpers: profile validation with readable errors, paths from the grid, MLflow setup.
+import functools
 import json
 import shlex
 import sys
@@ -134,10 +135,11 @@ def bench_source(wildcards):
     return [path] if path else []
 
 
+@functools.cache
 def release_weights(backbone):
     """A released twin's weights (sha256 per file, from its manifest) as a job param, so that a
     newly committed release reruns exactly the jobs that start from it; "" for other backbones
-    and for a release not built yet."""
+    and for a release not built yet. Read once per parse (every job of the backbone asks)."""
     from ltopd.models.release import MANIFEST
 
     if not config["backbones"][backbone].get("release"):
