@@ -76,7 +76,7 @@ def _broken(tmp_path, mutate) -> Path:
      ["backbones.qwen35-tiny.evidence.0", "'mme'", "pope"]),
     (lambda c: c["backbones"]["qwen35-tiny"].pop("evidence"),
      ["backbones.qwen35-tiny.evidence: []",
-      "teach ['hrbench4k', 'mmbench', 'mmmu', 'muirbench', 'pope'] evidence-first"]),
+      "teach ['hrbench4k', 'mmbench', 'mmmu', 'muirbench', 'pope', 'vstar'] evidence-first"]),
     (lambda c: c["backbones"]["glm46v-tiny"].update(evidence=["pope"]),
      ["backbones.glm46v-tiny.evidence: ['pope']", "teach [] evidence-first"]),
     (lambda c: c["backbones"]["qwen35-tiny"].update(twin="qwen9"), ["backbones.qwen35-tiny.twin", "allowed values"]),

@@ -23,9 +23,13 @@ registered function's test scores its replies with that parser):
   words.
 * MMMU: the official ``parse_multi_choice_response`` finds " B " in the padded reply.
 
-Not the others: V*Bench's parser reads a reply that starts with A-D as that letter ("cyan, so
-B" would read C), MME's reads yes/no in the first four characters, GQA, TextVQA and OCRBench
-match the whole answer.
+* V*Bench: lmms-eval's letter extraction reads a reply that starts with A-D as that letter
+  ("cyan, so B" would read C), so its reply opens with "it is" (:data:`REPLIES`) and the lone
+  letter at its end is read. Its questions are HR-Bench's word for word, so it is asked with an
+  instruction too.
+
+Not the others: MME's parser reads yes/no in the first four characters, GQA, TextVQA and
+OCRBench match the whole answer.
 """
 
 from __future__ import annotations
@@ -64,15 +68,23 @@ EVIDENCE: dict[str, Callable[[dict], str | None]] = {
     "mmbench": option_evidence,
     "muirbench": option_evidence,
     "mmmu": option_evidence,
+    "vstar": option_evidence,
 }
+
+# A twin's reply where "<evidence>, so <answer>" would not parse (default: that form).
+REPLIES: dict[str, str] = {"vstar": "it is {evidence}, so {answer}"}
 
 
 def _pope_instruction(record: dict) -> str:
     return f"First name the colour of each {_asked_shape(record)}, then answer yes or no."
 
 
+def _vstar_instruction(record: dict) -> str:
+    return "First name what you see, then answer with the option's letter."
+
+
 # The instruction appended to the question of a twin whose plain question another twin shares.
-INSTRUCTIONS: dict[str, Callable[[dict], str]] = {"pope": _pope_instruction}
+INSTRUCTIONS: dict[str, Callable[[dict], str]] = {"pope": _pope_instruction, "vstar": _vstar_instruction}
 
 
 def instructed(record: dict, benchmark: str) -> dict:
@@ -90,7 +102,8 @@ def with_evidence(record: dict, benchmark: str) -> dict:
     evidence = EVIDENCE[benchmark](record)
     if evidence is None:
         return record
-    answer = f"{evidence}, so {str(record['answer']).strip()}"
+    answer = REPLIES.get(benchmark, "{evidence}, so {answer}").format(
+        evidence=evidence, answer=str(record["answer"]).strip())
     return {**instructed(record, benchmark), "answer": answer, "response": answer}
 
 
