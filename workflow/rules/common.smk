@@ -140,12 +140,12 @@ def release_weights(backbone):
     """A released twin's weights (sha256 per file, from its manifest) as a job param, so that a
     newly committed release reruns exactly the jobs that start from it; "" for other backbones
     and for a release not built yet. Read once per parse (every job of the backbone asks)."""
-    from ltopd.models.release import MANIFEST
+    from ltopd.models.release import MANIFEST, read_manifest
 
-    if not config["backbones"][backbone].get("release"):
+    folder = grid.model_path(config, backbone)
+    if not config["backbones"][backbone].get("release") or not Path(folder, MANIFEST).is_file():
         return ""
-    manifest = Path(grid.model_path(config, backbone), MANIFEST)
-    return json.dumps(json.loads(manifest.read_text())["weights_sha256"], sort_keys=True) if manifest.is_file() else ""
+    return json.dumps(read_manifest(folder)["weights_sha256"], sort_keys=True)
 
 
 def backbone_weights(backbone):
