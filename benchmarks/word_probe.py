@@ -76,13 +76,15 @@ def main() -> None:
     held_out, _ = word_items(10**7, 200)
 
     def accuracy() -> float:
-        right = 0
+        right = scored = 0
         with torch.no_grad():
             for k in range(0, len(held_out), 50):
                 for x, lab in zip(*features(held_out[k:k + 50])):
                     on_word = lab < len(WORDS)
-                    right += int(head(x[on_word]).sum(0).argmax()) == int(lab[on_word][0])
-        return right / len(held_out)
+                    if on_word.any():  # a word labels the cells it covers by >= MIN_COVER
+                        right += int(head(x[on_word]).sum(0).argmax()) == int(lab[on_word][0])
+                        scored += 1
+        return right / scored
 
     what = f"{args.state} tower" if args.state else f"{args.init} tower"
     what += " (frozen)" if args.frozen else ""
