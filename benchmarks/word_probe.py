@@ -20,7 +20,7 @@ import torch
 from ltopd.data.sources import world_config
 from ltopd.data.world import generate_task_item
 from ltopd.data.world.text import WORDS
-from ltopd.models.dense_vision import WORD_KINDS, cell_labels, record_scene
+from ltopd.models.dense_vision import WORD_KINDS, batch_cell_labels, record_scene
 from ltopd.models.loading import load_backbone, load_tokenizer
 from ltopd.models.pretrain import parameter_groups
 from ltopd.models.twins import twin_backbone
@@ -65,9 +65,7 @@ def main() -> None:
 
     def features(records: list[dict]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         batch = bb.encode(records)
-        grids = bb.ops.grid_hw(bb.model, batch.inputs)
-        labels = [cell_labels(record_scene(r), g).text for r, g in zip(records, grids)]
-        return list(bb.image_features(batch)), labels
+        return list(bb.image_features(batch)), [lab.text for lab in batch_cell_labels(bb, batch, records)]
 
     head = torch.nn.Linear(bb.model.get_input_embeddings().embedding_dim, len(WORDS))
     groups = parameter_groups(bb.model)

@@ -66,8 +66,8 @@ def _broken(tmp_path, mutate) -> Path:
     # an MMBench count of five (one question in 36) cannot be posed there: a run's error 20 minutes in, before
     (lambda c: c["pretrain"]["stages"][1].update(bench=["mmbench"], world={"max_objects": 4, "min_object_px": 32}),
      ["pretrain.stages.1", "bench twin 'mmbench' cannot be posed in this world"]),
-    (lambda c: c["pretrain"]["stages"][0].update(objective="dense", fresh_optimizer=True),
-     ["pretrain.stages.0", "dense stage at or after a `fresh_optimizer` stage"]),
+    (lambda c: c["pretrain"]["stages"][0].update(objective="words", bench=["textvqa"]),
+     ["pretrain.stages.0", "a words stage trains on world `tasks` items"]),
     (lambda c: c["pretrain"]["stages"][0].update(objective="dense", text_only=True),
      ["pretrain.stages.0.text_only", "needs the images"]),
     (lambda c: c["pretrain"]["stages"][1].update(bench=["gqa"], evidence=["gqa"]),

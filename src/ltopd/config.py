@@ -214,6 +214,10 @@ def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
     return out
 
 
+# ltopd.models.pretrain.DENSE_OBJECTIVES (a test keeps them equal; that module imports torch).
+DENSE_OBJECTIVES = ("dense", "words")
+
+
 def _stage_problems(key: str, stages: list[dict[str, Any]], base_world: dict[str, Any]) -> list[str]:
     from ltopd.catalog import BENCHMARKS
     from ltopd.data.world import TASKS
@@ -226,14 +230,12 @@ def _stage_problems(key: str, stages: list[dict[str, Any]], base_world: dict[str
             out.append(f"{key}.{i}.bench: {unknown} unknown; allowed values: {list(BENCHMARKS)}")
         if bad:
             out.append(f"{key}.{i}.tasks: {bad} unknown; allowed values: {sorted(TASKS)}")
-        if stage.get("objective") == "dense" and (stage.get("bench") or not stage.get("tasks")):
-            out.append(f"{key}.{i}: a dense stage trains on world `tasks` items (their scenes label the tokens), "
-                       "not `bench`")
-        if stage.get("objective") == "dense" and any(st.get("fresh_optimizer") for st in stages[:i + 1]):
-            out.append(f"{key}.{i}: a dense stage at or after a `fresh_optimizer` stage would reuse the earlier "
-                       "stages' dense heads, where a run started from the weights begins them anew")
-        if stage.get("objective") == "dense" and stage.get("text_only"):
-            out.append(f"{key}.{i}.text_only: a dense stage labels the image's tokens; it needs the images")
+        dense = stage.get("objective") in DENSE_OBJECTIVES
+        if dense and (stage.get("bench") or not stage.get("tasks")):
+            out.append(f"{key}.{i}: a {stage['objective']} stage trains on world `tasks` items (their scenes "
+                       "label the tokens), not `bench`")
+        if dense and stage.get("text_only"):
+            out.append(f"{key}.{i}.text_only: a {stage['objective']} stage labels the image's tokens; it needs the images")
         stray = [b for b in stage.get("evidence", []) if b not in stage.get("bench", [])]
         if stray:
             out.append(f"{key}.{i}.evidence: {stray} not among the stage's `bench` {stage.get('bench', [])} "

@@ -72,6 +72,20 @@ def test_config_rejects_bad_values_naming_the_field(field: str, value: object) -
         WorldConfig(**{field: value})
 
 
+def test_text_kinds_restrict_the_scenes_text_and_name_the_allowed_values() -> None:
+    words_only = dataclasses.replace(CFG, text_kinds=["word", "sign"])  # a YAML list
+    assert words_only.text_kinds == ("word", "sign")
+    kinds = Counter(json.loads(generate_task_item("read", i, SEED, words_only)["meta"])["scene"]["text"]["kind"]
+                    for i in range(60))
+    assert set(kinds) == {"word", "sign"}
+    every = Counter(json.loads(generate_task_item("read", i, SEED, CFG)["meta"])["scene"]["text"]["kind"]
+                    for i in range(60))
+    assert len(every) == 6  # the default draws from all six
+    for bad in ([], ["word", "poem"]):
+        with pytest.raises(ValueError, match=r"world\.text_kinds: .*allowed values: a non-empty list of \['word'"):
+            WorldConfig(text_kinds=bad)
+
+
 def test_config_is_frozen_and_scales() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         CFG.image_size = 128  # type: ignore[misc]

@@ -1,6 +1,7 @@
 """Dense vision pretraining: cell labels by hand, the raster order every family's tokens follow,
-the loss against a per-cell reference, and a dense stage inside pretrain() (vision side only,
-resumable)."""
+the dense and words losses against per-cell references, and dense and words stages inside
+pretrain() (vision side only, resumable, and a warm start at a later words stage equal to the run
+from scratch)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from PIL import Image, ImageDraw
 from ltopd.data.world.palette import COLORS, SHAPES
 from ltopd.data.world.text import WORDS
 from ltopd.models.dense_vision import OTHER_TEXT, DenseHeads, cell_labels, dense_loss, record_scene
-from ltopd.models.pretrain import PretrainConfig, Stage, parameter_groups, pretrain
+from ltopd.models.pretrain import PretrainConfig, Stage, parameter_groups, pretrain, seed_state
 from ltopd.models.tokenizer import build_tokenizer
 from ltopd.models.twin_job import stage_sources
 from ltopd.models.twins import twin_backbone
@@ -102,9 +103,10 @@ def test_every_family_emits_merged_tokens_in_raster_order(tok, twin):
         assert int(moved.argmax()) == cell[0] * 8 + cell[1], (twin, cell)
 
 
-def _world_records(n: int) -> list[dict]:
-    stage = {"name": "v", "steps": 1, "lr": 1e-3, "tasks": ["color"],
-             "world": {"min_objects": 1, "max_objects": 3, "text_prob": 0.5, "min_object_px": 40, "max_object_px": 96}}
+def _world_records(n: int, task: str = "color", text_prob: float = 0.5) -> list[dict]:
+    stage = {"name": "v", "steps": 1, "lr": 1e-3, "tasks": [task],
+             "world": {"min_objects": 1, "max_objects": 3, "text_prob": text_prob, "min_object_px": 40,
+                       "max_object_px": 96}}
     return list(itertools.islice(stage_sources({"seed": 0, "stages": [stage]}, {"image_size": 256})["v"](0), n))
 
 
@@ -127,6 +129,66 @@ def test_dense_loss_equals_the_per_cell_reference(tok):
     torch.testing.assert_close(loss, reference, rtol=1e-5, atol=1e-6)
     assert any(p.grad is not None for p in bb.model.model.visual.parameters())
     assert all(p.grad is None for p in bb.model.lm_head.parameters())
+
+
+def _per_cell_terms(bb, records, heads) -> dict[str, list[tuple[torch.Tensor, int]]]:
+    """Every cell's cross-entropy per label kind, one image at a time, with the cell's label."""
+    terms: dict[str, list[tuple[torch.Tensor, int]]] = {"shape": [], "color": [], "text": []}
+    with torch.no_grad():
+        for r in records:
+            f = bb.image_features(bb.encode([r]))[0]
+            labels = cell_labels(json.loads(r["meta"])["scene"], (8, 8))._asdict()
+            for kind, values in terms.items():
+                for t in range(64):
+                    y = int(labels[kind][t])
+                    values.append((-torch.log_softmax(heads.heads[kind](f[t]), -1)[y], y))
+    return terms
+
+
+def test_words_loss_trains_the_text_head_on_word_cells_only(tok):
+    bb = twin_backbone("qwen35-tiny", tok, seed=0)
+    records = _world_records(4, task="read", text_prob=1.0)
+    torch.manual_seed(0)
+    heads = DenseHeads(128)
+    terms = _per_cell_terms(bb, records, heads)
+    words = [ce for ce, y in terms["text"] if y < len(WORDS)]
+    assert 0 < len(words) < len(terms["text"]) / 4  # the batch has words, and far more other cells
+    reference = (torch.stack([ce for ce, _ in terms["shape"]]).mean()
+                 + torch.stack([ce for ce, _ in terms["color"]]).mean() + torch.stack(words).mean())
+    torch.testing.assert_close(dense_loss(bb, records, heads, words_only=True), reference, rtol=1e-5, atol=1e-6)
+    # A batch without a word: the text head gets no term (and no gradient).
+    bb.model.zero_grad()
+    heads.zero_grad()
+    plain = _world_records(2, text_prob=0.0)
+    terms = _per_cell_terms(bb, plain, heads)
+    reference = sum(torch.stack([ce for ce, _ in terms[k]]).mean() for k in ("shape", "color"))
+    torch.testing.assert_close(dense_loss(bb, plain, heads, words_only=True), reference, rtol=1e-5, atol=1e-6)
+    assert heads.heads["text"].weight.grad is None and heads.heads["shape"].weight.grad is not None
+
+
+def test_a_warm_start_at_a_later_words_stage_equals_the_run_from_scratch(tok, tmp_path):
+    """The dense heads begin anew at every `fresh_optimizer` stage, so a run continued from the
+    weights alone (seed_state, as release_job.warm_start does) trains a words stage exactly as the
+    uninterrupted run, whose heads were trained by an earlier dense stage."""
+    records = _world_records(6, task="read", text_prob=1.0)
+
+    def sources():
+        return {k: (lambda start: itertools.islice(itertools.cycle(records), start, None)) for k in "vaw"}
+
+    cfg = PretrainConfig(stages=(Stage("v", 2, objective="dense"), Stage("a", 1),
+                                 Stage("w", 2, objective="words", fresh_optimizer=True)),
+                         batch_size=2, seed=3, warmup_steps=2)
+    whole = twin_backbone("qwen35-tiny", tok, seed=0)
+    full = pretrain(whole, sources(), cfg)
+    part = twin_backbone("qwen35-tiny", tok, seed=0)
+    pretrain(part, sources(), cfg, stop_after=3)  # the weights a release of the first two stages holds
+    warm = twin_backbone("qwen35-tiny", tok, seed=0)
+    warm.model.load_state_dict(part.model.state_dict())
+    seed_state(tmp_path, warm.model, cfg, recipe=None, steps=3)
+    continued = pretrain(warm, sources(), cfg, state_dir=tmp_path)
+    assert continued.losses[3:] == full.losses[3:]
+    for a, b in zip(warm.model.parameters(), whole.model.parameters()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
 def test_record_scene_rejects_items_without_one_scene():
@@ -165,5 +227,24 @@ def test_a_dense_stage_trains_the_vision_side_only_and_resumes_exactly(tok, tmp_
 
 
 def test_an_unknown_objective_names_the_allowed_ones():
-    with pytest.raises(ValueError, match=r"objective 'pixels'.*\['answer', 'dense'\]"):
+    with pytest.raises(ValueError, match=r"objective 'pixels'.*\['answer', 'dense', 'words'\]"):
         Stage("x", 1, objective="pixels")
+
+
+
+def test_the_profile_schema_and_checks_know_every_objective():
+    """The schema's enum and the config checks' dense objectives are the trainer's registries."""
+    from ltopd import config
+    from ltopd.models.pretrain import DENSE_OBJECTIVES, OBJECTIVES
+
+    enums = [node["enum"] for node in _walk(config.schema()) if isinstance(node, dict)
+             and "answer" in node.get("enum", [])]
+    assert enums and all(sorted(e) == sorted(OBJECTIVES) for e in enums)
+    assert config.DENSE_OBJECTIVES == DENSE_OBJECTIVES
+
+
+def _walk(node):
+    yield node
+    children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+    for child in children:
+        yield from _walk(child)

@@ -42,7 +42,8 @@ class Stage:
     lr_merger: float = 2e-3
     lr_vision: float = 2e-3
     final_lr_ratio: float = 1.0  # < 1: cosine decay over the stage down to this fraction
-    objective: str = "answer"  # "answer": the record's answer after its prompt; "dense": ltopd.models.dense_vision
+    # "answer": the record's answer after its prompt; "dense" and "words": ltopd.models.dense_vision
+    objective: str = "answer"
     # True: the stage starts a fresh AdamW (zero moments) and a new warm-up, as a run started from
     # the weights of the stages before it would; so a warm start from a release of those stages
     # (ltopd.models.release_job.warm_start) gives the weights a run from scratch gives.
@@ -135,11 +136,19 @@ def _dense_objective(backbone: Backbone, records: Sequence[dict], config: Pretra
     return dense_loss(backbone, records, heads)
 
 
+def _words_objective(backbone: Backbone, records: Sequence[dict], config: PretrainConfig,
+                     heads: DenseHeads | None) -> torch.Tensor:
+    assert heads is not None
+    return dense_loss(backbone, records, heads, words_only=True)
+
+
 # What a stage trains: each objective back-propagates its batch loss and returns it (detached).
 OBJECTIVES: dict[str, Callable[[Backbone, Sequence[dict], PretrainConfig, DenseHeads | None], torch.Tensor]] = {
     "answer": _answer_objective,
     "dense": _dense_objective,
+    "words": _words_objective,
 }
+DENSE_OBJECTIVES = ("dense", "words")  # the objectives that train the throwaway dense heads
 
 
 def warmup_factor(step: int, warmup_steps: int) -> float:
@@ -241,13 +250,21 @@ def _load_state(state_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimi
     return True
 
 
+def _seeded_heads(model: torch.nn.Module, seed: int) -> DenseHeads:
+    """Dense heads initialised from `seed` alone (the global RNG is left as it was)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return DenseHeads(model.get_input_embeddings().embedding_dim).to(model.device)
+
+
 def _optimizer(model: torch.nn.Module, config: PretrainConfig) -> tuple[torch.optim.Optimizer, DenseHeads | None]:
     """AdamW over the parameter groups (and a dense stage's throwaway heads, built only then: other
     recipes' RNG stream is unchanged), learning rates set per update."""
     groups = parameter_groups(model)
     param_groups = [{"params": groups[g], "name": g, "lr": 0.0} for g in GROUPS if groups[g]]
     heads = None
-    if any(s.objective == "dense" for s in config.stages):
+    if any(s.objective in DENSE_OBJECTIVES for s in config.stages):
+        # Drawn from the global RNG its callers have just seeded: the values _seeded_heads gives.
         heads = DenseHeads(model.get_input_embeddings().embedding_dim).to(model.device)
         param_groups.append({"params": list(heads.parameters()), "name": DENSE_HEADS, "lr": 0.0})
     return torch.optim.AdamW(param_groups, weight_decay=config.weight_decay), heads
@@ -339,6 +356,8 @@ def pretrain(
             while begin <= metrics.steps < first and metrics.steps < last:
                 if stage.fresh_optimizer and metrics.steps == begin:
                     opt.state.clear()
+                    if heads is not None:  # begun anew too, as in a run started from the weights
+                        heads.load_state_dict(_seeded_heads(model, config.seed).state_dict())
                 warm = warmup_factor(metrics.steps - warm_from, config.warmup_steps)
                 factor = warm * stage.decay(metrics.steps - begin)
                 for g in opt.param_groups:

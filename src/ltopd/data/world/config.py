@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .text import TEXT_KINDS
+
 
 @dataclass(frozen=True)
 class WorldConfig:
@@ -22,6 +24,7 @@ class WorldConfig:
     small_target_prob: float = 0.35  # chance of a small target in a large scene
     clutter: float = 0.3  # 0 = clean background, 1 = heavy faint lines and noise
     text_prob: float = 0.35  # chance that a scene carries one text element
+    text_kinds: tuple[str, ...] = TEXT_KINDS  # the kinds a scene's text is drawn from (uniformly)
     font_px: int = 22  # nominal font size of ordinary text (capitals are ~0.7 of it)
     small_font_px: int = 18  # nominal font size of small text (documents, tables, fine detail)
     object_gap_px: int = 4  # minimum free margin between objects and text blocks
@@ -39,6 +42,11 @@ class WorldConfig:
         _float_range("small_target_prob", self.small_target_prob, 0.0, 1.0)
         _float_range("clutter", self.clutter, 0.0, 1.0)
         _float_range("text_prob", self.text_prob, 0.0, 1.0)
+        object.__setattr__(self, "text_kinds", tuple(self.text_kinds))  # a YAML list too
+        bad = [k for k in self.text_kinds if k not in TEXT_KINDS]
+        if not self.text_kinds or bad:
+            raise ValueError(f"world.text_kinds: {list(self.text_kinds)}; allowed values: a non-empty list of "
+                             f"{list(TEXT_KINDS)}")
         _int_range("font_px", self.font_px, 12, max(12, s // 4))
         _int_range("small_font_px", self.small_font_px, 12, self.font_px)
         _int_range("object_gap_px", self.object_gap_px, 0, s // 8)

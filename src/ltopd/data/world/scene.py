@@ -113,7 +113,7 @@ def sample_scene(rng: np.random.Generator, cfg: WorldConfig, *, text: bool | Non
         px = cfg.small_font_px if small_text else cfg.font_px
         # a forced text gets a few draws (other kinds when free) before giving up
         for _ in range(len(TEXT_KINDS) if text else 1):
-            block = sample_text_block(rng, px, cfg.small_font_px, text_kind)
+            block = sample_text_block(rng, px, cfg.small_font_px, text_kind, cfg.text_kinds)
             box = _place(rng, cfg, block.width, block.height, taken)
             if box is not None:
                 block = block.at(box[0], box[1])

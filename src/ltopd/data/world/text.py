@@ -169,9 +169,9 @@ def _table(rng: np.random.Generator, px: int) -> TextBlock:
 
 
 def sample_text_block(rng: np.random.Generator, font_px: int, small_font_px: int,
-                      kind: str | None = None) -> TextBlock:
-    """A text element of `kind` (random when None), not yet placed (x = y = 0)."""
-    kind = kind or TEXT_KINDS[int(rng.integers(len(TEXT_KINDS)))]
+                      kind: str | None = None, kinds: tuple[str, ...] = TEXT_KINDS) -> TextBlock:
+    """A text element of `kind` (when None, one of `kinds` at random), not yet placed (x = y = 0)."""
+    kind = kind or kinds[int(rng.integers(len(kinds)))]
     if kind == "word":
         return _single("word", _word(rng), font_px, None)
     if kind == "number":
