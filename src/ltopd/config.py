@@ -235,7 +235,8 @@ def _stage_problems(key: str, stages: list[dict[str, Any]], base_world: dict[str
             out.append(f"{key}.{i}: a {stage['objective']} stage trains on world `tasks` items (their scenes "
                        "label the tokens), not `bench`")
         if dense and stage.get("text_only"):
-            out.append(f"{key}.{i}.text_only: a {stage['objective']} stage labels the image's tokens; it needs the images")
+            out.append(f"{key}.{i}.text_only: a {stage['objective']} stage labels the image's tokens; "
+                       "it needs the images")
         stray = [b for b in stage.get("evidence", []) if b not in stage.get("bench", [])]
         if stray:
             out.append(f"{key}.{i}.evidence: {stray} not among the stage's `bench` {stage.get('bench', [])} "
