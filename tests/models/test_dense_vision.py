@@ -117,15 +117,8 @@ def test_dense_loss_equals_the_per_cell_reference(tok):
     heads = DenseHeads(128)
     loss = dense_loss(bb, records, heads)
     # Reference: each image on its own, each cell's cross-entropy per kind by log-softmax, averaged.
-    terms: dict[str, list[torch.Tensor]] = {"shape": [], "color": [], "text": []}
-    with torch.no_grad():
-        for r in records:
-            f = bb.image_features(bb.encode([r]))[0]
-            labels = cell_labels(json.loads(r["meta"])["scene"], (8, 8))._asdict()
-            for kind, values in terms.items():
-                for t in range(64):
-                    values.append(-torch.log_softmax(heads.heads[kind](f[t]), -1)[labels[kind][t]])
-    reference = sum(torch.stack(v).mean() for v in terms.values())
+    terms = _per_cell_terms(bb, records, heads)
+    reference = sum(torch.stack([ce for ce, _ in v]).mean() for v in terms.values())
     torch.testing.assert_close(loss, reference, rtol=1e-5, atol=1e-6)
     assert any(p.grad is not None for p in bb.model.model.visual.parameters())
     assert all(p.grad is None for p in bb.model.lm_head.parameters())
