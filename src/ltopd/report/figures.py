@@ -101,9 +101,9 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
     fig.tight_layout()
     if plotted:  # below both panels: inside, it covered the trained students' cluster at 5%
         handles, labels = ax.get_legend_handles_labels()
-        rows_needed = math.ceil(len(labels) / 4)
-        fig.subplots_adjust(bottom=0.08 + 0.03 * rows_needed)
-        fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=6, frameon=False)
+        ncol = 4
+        fig.subplots_adjust(bottom=0.08 + 0.03 * math.ceil(len(labels) / ncol))
+        fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=6, frameon=False)
     with atomic_file(out, "wb") as fh:
         fig.savefig(fh, format="png")
     plt.close(fig)
