@@ -147,6 +147,21 @@ def test_grid_expansion_rules():
     assert METHODS["ltopd"].kind == "trained" and METHODS["divprune"].kind == "selector"
 
 
+def test_table2_leaves_the_ablation_variants_to_their_tables() -> None:
+    from ltopd.catalog import TABLES, ablation_variants
+    from ltopd.grid import ablation_inputs, ablation_tables, table2_methods
+
+    cfg = config.load(ROOT / "config" / "default.yaml")
+    variants = {"ltopd_no_plateau", "ltopd_forward_kl", "ltopd_reverse_kl", "ltopd_teacher_ema", "ltopd_trust_region"}
+    assert ablation_variants() == variants and "ltopd" in table2_methods(cfg)
+    assert table2_methods(cfg) == [m for m in cfg["grid"]["methods"] if m not in variants]
+    assert not [f for f in table2_inputs(cfg) if any(f"/{v}/" in f for v in variants)]
+    # each variant is read by the ablation tables, beside LT-OPD, full tokens and the blind twin (the gates)
+    read = {t: {f.split("/")[3] for f in ablation_inputs(cfg, t)} for t in ablation_tables(cfg)}
+    assert read == {t: {"full", "blind", *TABLES[t].methods} for t in ("table7", "table12", "appendix_h")}
+    assert set().union(*read.values()) >= variants
+
+
 def test_seeded_methods_and_student_full_tokens_shape_the_grid(smoke_cfg):
     cfg = copy.deepcopy(smoke_cfg)
     cfg["seeds"] = [0, 1, 2]

@@ -57,7 +57,8 @@ TableKind = Literal["grid", "ablation", "study", "efficiency"]
 
 @dataclass(frozen=True)
 class Table:
-    """A table or figure of the paper. ``grid``: Table 2 (every method and budget of the grid);
+    """A table or figure of the paper. ``grid``: Table 2 (every method and budget of the grid but
+    the ablation tables' variants);
     ``ablation``: trained variants at the target budget beside full tokens, built when the grid
     has every one of ``methods``; ``study``: fixed ``methods`` at the target budget on the
     backbones and benchmarks of the profile's ``studies.<name>``; ``efficiency``: measured and
@@ -136,6 +137,7 @@ TABLES: dict[str, Table] = _index(
     Table("table2", "Table 2", "grid"),
     Table("table7", "Table 7: the teacher", "ablation", ("ltopd", "ltopd_trust_region", "ltopd_teacher_ema")),
     Table("table12", "Table 12: the divergence", "ablation", ("ltopd_forward_kl", "ltopd_reverse_kl", "ltopd")),
+    Table("appendix_h", "Appendix H: the final 5% plateau", "ablation", ("ltopd_no_plateau", "ltopd")),
     Table("table3", "Table 3: model scales", "study", ("full", "cdpruner", "ltopd")),
     Table("table4", "Table 4: model families", "study", ("full", "cdpruner", "ltopd")),
     Table("table6", "Table 6: RL algorithms vs LT-OPD", "study", _RL_STUDY),
@@ -152,6 +154,13 @@ def methods_of_kind(kind: MethodKind) -> list[str]:
 
 def tables_of_kind(kind: TableKind) -> list[str]:
     return [t.name for t in TABLES.values() if t.kind == kind]
+
+
+def ablation_variants() -> frozenset[str]:
+    """The methods only an ablation table compares: LT-OPD's variants, each set beside LT-OPD
+    itself (Table 2's row). Table 2 leaves them to their tables, so asking for Table 2 does not
+    train them."""
+    return frozenset(m for t in tables_of_kind("ablation") for m in TABLES[t].methods) - {"ltopd"}
 
 
 def method(name: str) -> Method:

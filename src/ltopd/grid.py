@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ltopd.catalog import METHODS, TABLES, tables_of_kind
+from ltopd.catalog import METHODS, TABLES, ablation_variants, tables_of_kind
 
 
 @dataclass(frozen=True)
@@ -154,14 +154,20 @@ def eval_outputs(cfg: dict[str, Any], key: str = "eval_metrics") -> list[str]:
             for j in eval_jobs(cfg)]
 
 
+def table2_methods(cfg: dict[str, Any]) -> list[str]:
+    """Table 2's rows: the grid's methods but the ablation tables' variants (ablation_inputs)."""
+    return [m for m in cfg["grid"]["methods"] if m not in ablation_variants()]
+
+
 def table2_inputs(cfg: dict[str, Any], methods: set[str] | None = None, key: str = "eval_metrics") -> list[str]:
-    """Table 2 reads the evaluations of the grid's first backbone (Qwen3.5-4B in the paper);
-    ``methods`` keeps only those methods' evaluations; ``key`` "eval_predictions" gives their
+    """The evaluations of the grid's first backbone (Qwen3.5-4B in the paper) that Table 2 reads
+    (:func:`table2_methods`), or those of ``methods``; ``key`` "eval_predictions" gives their
     per-item predictions (the bootstrap's input) instead of their metrics."""
     first = cfg["grid"]["backbones"][0]
+    keep = set(table2_methods(cfg) if methods is None else methods)
     p = paths(cfg)[key]
     return [p.format(backbone=j.backbone, method=j.method, budget=j.budget_tag, benchmark=j.benchmark, seed=j.seed)
-            for j in grid_jobs(cfg) if j.backbone == first and (methods is None or j.method in methods)]
+            for j in grid_jobs(cfg) if j.backbone == first and j.method in keep]
 
 
 # The question-only baseline of a synthetic twin is fitted on the twin's records at another
@@ -189,8 +195,10 @@ def ablation_tables(cfg: dict[str, Any]) -> list[str]:
     return [t for t in tables_of_kind("ablation") if set(TABLES[t].methods) <= set(cfg["grid"]["methods"])]
 
 
-def ablation_inputs(cfg: dict[str, Any], table: str) -> list[str]:
-    return table2_inputs(cfg, {"full", *TABLES[table].methods})
+def ablation_inputs(cfg: dict[str, Any], table: str, key: str = "eval_metrics") -> list[str]:
+    """An ablation table's evaluations: its methods, with full tokens and the blind twin for the
+    gates Table 2 computes (the same gated benchmarks, so its rows read as Table 2's)."""
+    return table2_inputs(cfg, {"full", "blind", *TABLES[table].methods}, key)
 
 
 def studies(cfg: dict[str, Any]) -> list[str]:

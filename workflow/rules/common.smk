@@ -182,6 +182,10 @@ def ablation_inputs(wildcards):
     return grid.ablation_inputs(config, wildcards.table)
 
 
+def ablation_predictions(wildcards):
+    return grid.ablation_inputs(config, wildcards.table, key="eval_predictions")
+
+
 def study_inputs(wildcards):
     return grid.study_inputs(config, wildcards.table)
 

@@ -34,12 +34,15 @@ rule table2:
 rule ablation_table:
     input:
         results=ablation_inputs,
-        code=job_code("table_jobs", "report"),
+        predictions=ablation_predictions,
+        fit=list(grid.table2_fit_records(config).values()),
+        code=job_code("table_jobs", "report", "bench"),
     output:
         csv=PATHS["table"],
         md=PATHS["table_md"],
     params:
         spec=spec("grid", "seeds"),
+        fit=" ".join(shlex.quote(f"{k}={v}") for k, v in grid.table2_fit_records(config).items()),
     wildcard_constraints:
         table="|".join(catalog.tables_of_kind("ablation")),
     log:
@@ -50,7 +53,8 @@ rule ablation_table:
         "../../envs/ltopd.yaml"
     shell:
         "ltopd table --table {wildcards.table} --spec {params.spec:q} --results {input.results} "
-        "--out {output.csv} --markdown {output.md} --rule ablation_table > {log} 2>&1"
+        "--predictions {input.predictions} --fit-records {params.fit} --out {output.csv} "
+        "--markdown {output.md} --rule ablation_table > {log} 2>&1"
 
 
 rule study_table:

@@ -37,12 +37,13 @@ def table(args: argparse.Namespace) -> int:
 
     from ltopd.atomic import atomic_file, write_json
     from ltopd.catalog import TABLES
+    from ltopd.grid import table2_methods
     from ltopd.report import figures, table2
     from ltopd.tracking import job_run
 
     spec, settings = _job_inputs(args, ("grid", "seeds"))
     backbone, benchmarks = spec["grid"]["backbones"][0], spec["grid"]["benchmarks"]
-    methods = TABLES[args.table].methods or None  # Table 2: every method of the grid
+    methods = TABLES[args.table].methods or table2_methods(spec)  # Table 2: the grid's, but ablation variants
     predictions = fit = None
     if args.predictions:  # Table 2's gates, out-of-sample question-only baseline and bootstrap intervals
         from ltopd.bench.suites.baseline import load_fit_records
