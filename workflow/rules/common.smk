@@ -178,6 +178,12 @@ def base_release_weights(wildcards):
     return release_weights(wildcards.backbone)
 
 
+# The question-only baseline's fit records (Table 2 and the ablation tables): the files, and the
+# `--fit-records` argument naming each one's benchmark and seed.
+FIT_RECORDS = grid.table2_fit_records(config)
+FIT_RECORDS_ARG = " ".join(shlex.quote(f"{k}={v}") for k, v in FIT_RECORDS.items())
+
+
 def ablation_inputs(wildcards):
     return grid.ablation_inputs(config, wildcards.table)
 

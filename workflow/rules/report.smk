@@ -9,7 +9,7 @@ rule table2:
     input:
         results=grid.table2_inputs(config),
         predictions=grid.table2_inputs(config, key="eval_predictions"),
-        fit=list(grid.table2_fit_records(config).values()),
+        fit=list(FIT_RECORDS.values()),
         code=job_code("table_jobs", "report", "bench"),
     output:
         csv=PATHS["table2"],
@@ -18,7 +18,7 @@ rule table2:
         figure=PATHS["table2_fig"],
     params:
         spec=spec("grid", "seeds"),
-        fit=" ".join(shlex.quote(f"{k}={v}") for k, v in grid.table2_fit_records(config).items()),
+        fit=FIT_RECORDS_ARG,
     log:
         f"{PATHS['logs']}/table2.log",
     benchmark:
@@ -35,14 +35,14 @@ rule ablation_table:
     input:
         results=ablation_inputs,
         predictions=ablation_predictions,
-        fit=list(grid.table2_fit_records(config).values()),
+        fit=list(FIT_RECORDS.values()),
         code=job_code("table_jobs", "report", "bench"),
     output:
         csv=PATHS["table"],
         md=PATHS["table_md"],
     params:
         spec=spec("grid", "seeds"),
-        fit=" ".join(shlex.quote(f"{k}={v}") for k, v in grid.table2_fit_records(config).items()),
+        fit=FIT_RECORDS_ARG,
     wildcard_constraints:
         table="|".join(catalog.tables_of_kind("ablation")),
     log:
