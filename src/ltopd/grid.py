@@ -156,7 +156,8 @@ def eval_outputs(cfg: dict[str, Any], key: str = "eval_metrics") -> list[str]:
 
 def table2_methods(cfg: dict[str, Any]) -> list[str]:
     """Table 2's rows: the grid's methods but the ablation tables' variants (ablation_inputs)."""
-    return [m for m in cfg["grid"]["methods"] if m not in ablation_variants()]
+    variants = ablation_variants()
+    return [m for m in cfg["grid"]["methods"] if m not in variants]
 
 
 def table2_inputs(cfg: dict[str, Any], methods: set[str] | None = None, key: str = "eval_metrics") -> list[str]:
