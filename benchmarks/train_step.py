@@ -18,7 +18,7 @@ import time
 import torch
 
 from ltopd import config
-from ltopd.grid import target_budget
+from ltopd.grid import reduction_defaults
 from ltopd.train import job
 from ltopd.train.methods import TRAINED, method_spec
 
@@ -58,7 +58,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     cfg = config.load(args.config)
-    budget = target_budget(cfg)
+    budget = reduction_defaults(cfg).budget
     cols = ("rollout_s", "teacher_s", "student_s", "optim_s", "step_s", "first_step_s", "cpu_s", "run_min")
     shares = {"on": [True], "off": [False], "both": [False, True]}[args.sharing]
     print(f"profile {cfg['profile']}: {args.model}, budget {budget:g}, {args.updates} updates per method, "

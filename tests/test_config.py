@@ -100,6 +100,12 @@ def _broken(tmp_path, mutate) -> Path:
         (lambda c: c["efficiency"].update(backbones=["qwen35-huge"]),
          ["efficiency.backbones", "'qwen35-huge'", "defined backbones"]),
         (lambda c: c["efficiency"].update(benchmark="vqav2"), ["efficiency.benchmark", "'vqav2'", "allowed values"]),
+        (lambda c: c["efficiency"].pop("methods"), ["efficiency", "'methods' is a required property"]),
+        # a release's gates are part of its recipe: their reduced setting is the profile's, not a default
+        (lambda c: c["pretrain"]["gates"].pop("selector"), ["pretrain.gates", "'selector' is a required property"]),
+        (lambda c: c["pretrain"].pop("gates"), ["pretrain.gates: required because backbones", "'qwen35-tiny'"]),
+        (lambda c: c["pretrain"]["gates"].update(selector="cd-pruner"),
+         ["pretrain.gates.selector", "'cd-pruner'", "allowed values"]),
         (lambda c: c["training"].update(distributed={"strategy": "zero3", "num_processes": 8}),
          ["training.distributed.strategy", "fsdp"]),
     (lambda c: c["pretrain"]["stages"][0].update(styles=["fancy"]),
@@ -181,6 +187,47 @@ def test_seeded_methods_and_student_full_tokens_shape_the_grid(smoke_cfg):
     narrow = copy.deepcopy(cfg)  # a known method outside the grid is ignored (a narrower grid keeps the list)
     narrow["grid"]["seeded_methods"] = ["full", "ltopd", "sft"]
     config.validate(narrow, source="t")
+
+
+def test_reduction_defaults_are_read_from_the_profile(smoke_cfg):
+    from ltopd.grid import ReductionDefaults, reduction_defaults
+
+    for name, floor in (("default", 1), ("smoke", 1), ("paper", 32)):
+        cfg = config.load(ROOT / "config" / f"{name}.yaml")
+        assert reduction_defaults(cfg) == ReductionDefaults("cdpruner", 0.05, floor), name
+    cfg = copy.deepcopy(smoke_cfg)
+    cfg["training"]["selector"], cfg["grid"]["budgets"], cfg["reduction"]["floor"] = "divprune", [0.2, 0.1], 4
+    assert reduction_defaults(config.validate(cfg, source="t")) == ReductionDefaults("divprune", 0.1, 4)
+    # a job's spec holds the sections it depends on: the others are None, not a default
+    assert reduction_defaults({"profile": "x", "reduction": {"floor": 2}}) == ReductionDefaults(None, None, 2)
+
+
+def test_a_profile_training_with_divprune_compares_against_divprune(smoke_cfg):
+    """The studies' untrained-student row (Tables 3, 4, 6, 14; Figure 4's S_pruned) is the
+    profile's training.selector: its evaluations are DivPrune's, CDPruner is not asked for."""
+    from ltopd.grid import study_inputs, study_jobs, study_scope
+
+    cfg = copy.deepcopy(smoke_cfg)
+    cfg["training"]["selector"] = "divprune"
+    cfg["grid"]["methods"] = [m for m in cfg["grid"]["methods"] if m != "cdpruner"]
+    cfg = config.validate(cfg, source="t")
+    for study in cfg["studies"]:
+        methods = {j.method for j in study_jobs(cfg, study)}
+        assert "divprune" in methods and "cdpruner" not in methods, study
+        assert study_scope(cfg, study)[2:] == (0.05, "divprune")
+    assert {j.method for j in eval_jobs(cfg)} >= {"divprune"} and "cdpruner" not in {j.method for j in eval_jobs(cfg)}
+    assert any("/divprune/0.05/" in f for f in study_inputs(cfg, "figure4"))
+
+
+def test_efficiency_needs_the_students_selector(smoke_cfg):
+    cfg = copy.deepcopy(smoke_cfg)
+    cfg.pop("studies")
+    cfg.pop("training")
+    cfg["grid"]["methods"] = ["full", "blind", "cdpruner"]
+    config.validate(copy.deepcopy(cfg), source="t")  # nothing trained: no training section needed
+    cfg["efficiency"] = {"methods": ["full", "cdpruner"]}
+    with pytest.raises(config.ConfigError, match="training: required because of efficiency"):
+        config.validate(cfg, source="t")
 
 
 def test_yaml_typed_reads_nested_strings_as_yaml_scalars():

@@ -6,48 +6,14 @@ DVC, the jobs and the CLI).
 """
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from ltopd.codegraph import import_graph
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 ORCHESTRATION = ("ltopd.pipeline", "ltopd.cli", "ltopd.config", "ltopd.grid", "ltopd.tracking", "ltopd.dvcgen")
 LIBRARY = ("ltopd.data", "ltopd.selectors", "ltopd.models", "ltopd.bench", "ltopd.train", "ltopd.report",
            "ltopd.efficiency")
-
-
-def modules() -> dict[str, Path]:
-    out = {}
-    for f in (SRC / "ltopd").rglob("*.py"):
-        parts = f.relative_to(SRC).with_suffix("").parts
-        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = f
-    return out
-
-
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the ltopd modules it imports. `from pkg import sub` counts the submodule (not
-    the package's __init__) when sub is a module."""
-    mods = modules()
-    graph: dict[str, set[str]] = {m: set() for m in mods}
-    for name, path in mods.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join(up + ([base] if base else []))
-                subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in mods]
-                targets = subs if len(subs) == len(node.names) else [base, *subs]
-            else:
-                continue
-            for t in targets:
-                while t and t not in mods:
-                    t = t.rpartition(".")[0]
-                if t.startswith("ltopd") and t != name:
-                    graph[name].add(t)
-    return graph
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -139,3 +139,90 @@ def test_moved_project_keeps_its_artifacts_and_description(tmp_path):
     assert moved.get_run(run.info.run_id).info.artifact_uri.startswith((tmp_path / "new" / "art").as_uri())
     got = moved.download_artifacts(run.info.run_id, "table.csv", str(tmp_path))
     assert open(got).read() == "a,b\n1,2\n"
+
+
+# A Snakemake stand-in: creates the parent run and one job's run as the pipeline does, then is
+# killed with both still RUNNING (no onerror, no job exit).
+_KILLED_PIPELINE = """
+import sys, time
+from ltopd import tracking
+s = tracking.Settings(*sys.argv[1:6])
+tracking.start_pipeline(s, "config/test.yaml")
+with tracking.job_run(s, "train", {"seed": "0"}, {}):
+    print("running", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_runs_left_running_by_a_killed_snakemake_are_marked_killed_at_the_next_start(tmp_path, capsys):
+    import json
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from mlflow.tracking import MlflowClient
+
+    s = _settings(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_PIPELINE, s.tracking_uri, s.experiment, s.artifact_root,
+                             s.parent_file, s.profile], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "running\n"
+    killed = json.loads(open(s.parent_file).read())["run_id"]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+    client = MlflowClient(s.tracking_uri)
+    exp_id = client.get_experiment_by_name("exp").experiment_id
+    (job,) = client.search_runs([exp_id], "tags.rule = 'train'")
+    assert client.get_run(killed).info.status == job.info.status == "RUNNING"  # what the crash leaves
+    assert client.get_run(killed).data.tags["snakemake.pid"] == str(proc.pid)
+    # a parent run of another host cannot be checked from here: left alone
+    elsewhere = client.create_run(exp_id, tags={"kind": "pipeline", "snakemake.pid": "1", "snakemake.created": "0.0",
+                                                "snakemake.host": f"not-{socket.gethostname()}"}).info.run_id
+    alive = tracking.start_pipeline(s, "config/test.yaml")  # this process: alive
+    capsys.readouterr()
+    new = tracking.start_pipeline(s, "config/test.yaml")
+
+    assert client.get_run(killed).info.status == "KILLED"
+    assert client.get_run(job.info.run_id).info.status == "KILLED"
+    assert client.get_run(alive).info.status == client.get_run(elsewhere).info.status == "RUNNING"
+    assert client.get_run(new).info.status == "RUNNING"
+    assert client.get_run(new).data.tags["snakemake.pid"] == str(os.getpid())
+    assert json.loads(open(s.parent_file).read())["run_id"] == new
+    assert "ltopd:" not in capsys.readouterr().err  # the killed run was closed once, by the first start
+    tracking.end_pipeline(s, ok=True)
+
+
+def test_the_first_start_after_a_crash_says_what_it_closed(tmp_path, capsys):
+    from mlflow.tracking import MlflowClient
+
+    s = _settings(tmp_path)
+    exp_id = tracking.ensure_experiment(s)
+    client = MlflowClient(s.tracking_uri)
+    gone = client.create_run(exp_id, run_name="pipeline-x", tags={
+        "kind": "pipeline", "snakemake.pid": str(os.getpid()), "snakemake.created": "1.0",  # a reused pid
+        "snakemake.host": __import__("socket").gethostname()}).info.run_id
+    tracking.start_pipeline(s, "config/test.yaml")
+    assert client.get_run(gone).info.status == "KILLED"
+    (line,) = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("ltopd:")]
+    assert line == (f"ltopd: MLflow run pipeline-x was left RUNNING by snakemake (pid {os.getpid()}), which is "
+                    "gone: marked KILLED")
+
+
+def test_artifacts_are_readable_by_the_group_with_umask_022(tmp_path):
+    """An `mlflow server` under another user reads what the jobs logged."""
+    import stat
+
+    from ltopd.atomic import atomic_file
+
+    s = _settings(tmp_path)
+    old = os.umask(0o022)
+    try:
+        with atomic_file(tmp_path / "table2.csv") as fh:
+            fh.write("a,b\n")
+        with tracking.job_run(s, "table2", {}, {}) as run:
+            run.log_artifact(tmp_path / "table2.csv")
+    finally:
+        os.umask(old)
+    (artifact,) = (tmp_path / "art").rglob("table2.csv")
+    assert stat.filemode(artifact.stat().st_mode) == "-rw-r--r--"

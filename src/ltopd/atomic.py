@@ -1,4 +1,7 @@
-"""Write outputs so a killed job never leaves a half-written file or folder behind."""
+"""Write outputs so a killed job never leaves a half-written file or folder behind, with the
+permissions a plain `open()` / `mkdir()` would give them (the user's umask), not tempfile's
+owner-only 0600 / 0700: colleagues on a shared cluster and an `mlflow server` under another user
+read them."""
 from __future__ import annotations
 
 import contextlib
@@ -11,6 +14,31 @@ from pathlib import Path
 from typing import Any
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (/proc/self/status),
+    else by setting and restoring it."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def honour_umask(path: str | Path) -> None:
+    """Give `path`, and a folder's contents, the modes `open()` / `mkdir()` would have given them
+    (0666 / 0777 less the umask): what an output staged with tempfile.mkstemp / mkdtemp (0600 /
+    0700) needs before its rename, and a folder that libraries wrote into (safetensors writes
+    its files 0600). Symbolic links are left alone."""
+    mask = current_umask()
+    path = Path(path)
+    todo = [path, *path.rglob("*")] if path.is_dir() and not path.is_symlink() else [path]
+    for p in todo:
+        if not p.is_symlink():
+            os.chmod(p, (0o777 if p.is_dir() else 0o666) & ~mask)
+
+
 @contextlib.contextmanager
 def atomic_dir(dest: str | Path) -> Iterator[Path]:
     """Yield a temporary sibling folder; on success it replaces `dest`, on error it is removed."""
@@ -19,6 +47,7 @@ def atomic_dir(dest: str | Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
     try:
         yield tmp
+        honour_umask(tmp)  # the folder and what libraries wrote in it (safetensors: 0600)
         if dest.exists():
             shutil.rmtree(dest)
         os.replace(tmp, dest)
@@ -35,6 +64,7 @@ def atomic_file(dest: str | Path, mode: str = "w") -> Iterator[Any]:
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.tmp-", dir=dest.parent)
     try:
         with os.fdopen(fd, mode) as fh:
+            honour_umask(tmp)
             yield fh
         os.replace(tmp, dest)
     except BaseException:

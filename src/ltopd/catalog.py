@@ -15,11 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-# The paper's token floor: every image keeps at least 32 visual tokens (the reference
-# implementation's min_visual_tokens). A profile sets its own (reduction.floor); this is the default
-# of every function that takes a floor.
-DEFAULT_FLOOR = 32
-
 MethodKind = Literal["reference", "selector", "trained"]
 
 
@@ -60,8 +55,9 @@ class Table:
     """A table or figure of the paper. ``grid``: Table 2 (every method and budget of the grid but
     the ablation tables' variants);
     ``ablation``: trained variants at the target budget beside full tokens, built when the grid
-    has every one of ``methods``; ``study``: fixed ``methods`` at the target budget on the
-    backbones and benchmarks of the profile's ``studies.<name>``; ``efficiency``: measured and
+    has every one of ``methods``; ``study``: fixed ``methods`` (STUDENT_SELECTOR: the profile's
+    training.selector) at the target budget on the backbones and benchmarks of the profile's
+    ``studies.<name>``; ``efficiency``: measured and
     analytic cost (Table 5, Figure 1 right)."""
 
     name: str
@@ -129,19 +125,23 @@ BENCHMARKS: dict[str, Benchmark] = _index(
     Benchmark("mvbench", "MVBench", 16, "multi_image:mvbench", "multi_image:score_mvbench"),
 )
 
-_RL_STUDY = ("full", "cdpruner", "grpo", "gspo", "dapo", "ltopd")
+# A study's row of the untrained student: the selector the students train with, evaluated at the
+# target budget without training (S_pruned of Figure 4's recovery; CDPruner in the paper). It is no
+# method name: the profile's training.selector takes its place (study_methods), so a profile that
+# trains with DivPrune compares against DivPrune.
+STUDENT_SELECTOR = "<training.selector>"
 
-# "cdpruner" in a study is the untrained student's row (the selector LT-OPD trains with), the
-# S_pruned of Figure 4's recovery.
+_RL_STUDY = ("full", STUDENT_SELECTOR, "grpo", "gspo", "dapo", "ltopd")
+
 TABLES: dict[str, Table] = _index(
     Table("table2", "Table 2", "grid"),
     Table("table7", "Table 7: the teacher", "ablation", ("ltopd", "ltopd_trust_region", "ltopd_teacher_ema")),
     Table("table12", "Table 12: the divergence", "ablation", ("ltopd_forward_kl", "ltopd_reverse_kl", "ltopd")),
     Table("appendix_h", "Appendix H: the final 5% plateau", "ablation", ("ltopd_no_plateau", "ltopd")),
-    Table("table3", "Table 3: model scales", "study", ("full", "cdpruner", "ltopd")),
-    Table("table4", "Table 4: model families", "study", ("full", "cdpruner", "ltopd")),
+    Table("table3", "Table 3: model scales", "study", ("full", STUDENT_SELECTOR, "ltopd")),
+    Table("table4", "Table 4: model families", "study", ("full", STUDENT_SELECTOR, "ltopd")),
     Table("table6", "Table 6: RL algorithms vs LT-OPD", "study", _RL_STUDY),
-    Table("table14", "Table 14: multi-image benchmarks", "study", ("full", "cdpruner", "epic", "ltopd")),
+    Table("table14", "Table 14: multi-image benchmarks", "study", ("full", STUDENT_SELECTOR, "epic", "ltopd")),
     Table("figure4", "Figure 4: compression-gap recovery", "study", _RL_STUDY),
     Table("table5", "Table 5: efficiency", "efficiency"),
     Table("figure1_right", "Figure 1 (right): FLOPs ratio vs average retain ratio", "efficiency"),
@@ -161,6 +161,15 @@ def ablation_variants() -> frozenset[str]:
     itself (Table 2's row). Table 2 leaves them to their tables, so asking for Table 2 does not
     train them."""
     return frozenset(m for t in tables_of_kind("ablation") for m in TABLES[t].methods) - {"ltopd"}
+
+
+def study_methods(study: str, selector: str | None) -> list[str]:
+    """A study's rows in the paper's order, the untrained student's (STUDENT_SELECTOR) being
+    ``selector``: the profile's training.selector (ltopd.grid.reduction_defaults)."""
+    methods = TABLES[study].methods
+    if STUDENT_SELECTOR in methods and selector is None:
+        raise ValueError(f"{study}: its untrained-student row is the profile's training.selector, and there is none")
+    return [selector if m == STUDENT_SELECTOR else m for m in methods]
 
 
 def method(name: str) -> Method:

@@ -26,9 +26,19 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ltopd.config import ConfigError
+    import os
 
+    job: dict[str, str] = {}
+    if os.environ.get("LTOPD_TRACE_IMPORTS"):  # the tests' check on the rules' code inputs
+        from ltopd import import_trace
+
+        import_trace.install(os.environ["LTOPD_TRACE_IMPORTS"], job)
+    from ltopd.config import ConfigError
+    from ltopd.pipeline import watchdog
+
+    watchdog.start()  # a job started by Snakemake stops once that Snakemake process is gone
     args = parser().parse_args(argv)
+    job.update(module=args.func.__module__, command=args.cmd)
     try:
         return args.func(args)
     except ConfigError as e:

@@ -113,9 +113,12 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     if missing:
         out.append(f"grid.methods: {missing} have no trainer in this version; allowed values now: {runnable}")
     out += _study_problems(cfg)
-    from ltopd.grid import eval_jobs
+    from ltopd.catalog import TABLES
+    from ltopd.grid import grid_jobs, studies
 
-    trained = sorted({j.method for j in eval_jobs(cfg) if j.method in TRAINED}) if not out else []
+    # the grid's and the studies' (whose untrained-student row needs training.selector to be expanded)
+    trained = sorted({j.method for j in grid_jobs(cfg) if j.method in TRAINED}
+                     | {m for s in studies(cfg) for m in TABLES[s].methods if m in TRAINED}) if not out else []
     if trained and "training" not in cfg:
         out.append(f"training: required because the grid or a study has trained methods {trained}")
     rl = sorted(m for m in trained if TRAINED[m].family == "rl")
@@ -132,6 +135,8 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     if "training" in cfg and cfg["training"]["selector"] not in SELECTORS:
         out.append(f"training.selector: {cfg['training']['selector']!r} unknown; allowed values: {sorted(SELECTORS)}")
     eff = cfg.get("efficiency") or {}
+    if "efficiency" in cfg and "training" not in cfg:
+        out.append("training: required because of efficiency (Table 5): LT-OPD's rows reduce with training.selector")
     for b in eff.get("backbones") or []:
         if b not in cfg["backbones"]:
             out.append(f"efficiency.backbones: {b!r} is not defined; defined backbones: {sorted(cfg['backbones'])}")
@@ -193,6 +198,12 @@ def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
         twins = [n for n, bb in cfg["backbones"].items() if bb.get("twin")]
         return out + ([f"pretrain: required because backbones {twins} are tiny twins to pretrain"] if twins else [])
     pt = cfg["pretrain"]
+    released = [n for n, bb in cfg["backbones"].items() if bb.get("twin") and bb.get("release")]
+    if released and "gates" not in pt:
+        out.append(f"pretrain.gates: required because backbones {released} are released (their gates' ratio and "
+                   "selector)")
+    if "gates" in pt and pt["gates"]["selector"] not in SELECTORS:
+        out.append(f"pretrain.gates.selector: {pt['gates']['selector']!r} unknown; allowed values: {sorted(SELECTORS)}")
     out += _stage_problems("pretrain.stages", pt["stages"], cfg["world"])
     for name, bb in cfg["backbones"].items():
         out += _stage_problems(f"backbones.{name}.pretrain_stages", bb.get("pretrain_stages") or [], cfg["world"])

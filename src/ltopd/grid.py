@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ltopd.catalog import METHODS, TABLES, ablation_variants, tables_of_kind
+from ltopd import codegraph
+from ltopd.catalog import METHODS, TABLES, ablation_variants, study_methods, tables_of_kind
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,29 @@ def eval_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
                 yield job
 
 
-def target_budget(cfg: dict[str, Any]) -> float:
-    """The budget trained students train for and are evaluated at: the grid's smallest (5%)."""
-    return float(min(cfg["grid"]["budgets"]))
+@dataclass(frozen=True)
+class ReductionDefaults:
+    """How visual tokens are reduced wherever a table row or a job does not name its own setting:
+    ``selector`` the training-free selector the students train with and are evaluated with
+    (``training.selector``), which is also the untrained student's row (Table 2's paired
+    comparisons, the studies' and Figure 4's S_pruned, Table 5's LT-OPD rows); ``budget`` the
+    target budget students train for and are evaluated at (the grid's smallest: 5% in the paper);
+    ``floor`` the fewest visual tokens an image keeps (``reduction.floor``). Each is None where the
+    profile, or the part of it a job's spec carries, lacks its section."""
+
+    selector: str | None
+    budget: float | None
+    floor: int | None
+
+
+def reduction_defaults(cfg: dict[str, Any]) -> ReductionDefaults:
+    """The one reader of the selector, the target budget and the floor: from a profile, or from a
+    job's spec (the profile's sections the job depends on). No other code defaults them."""
+    budgets = (cfg.get("grid") or {}).get("budgets")
+    floor = (cfg.get("reduction") or {}).get("floor")
+    return ReductionDefaults(selector=(cfg.get("training") or {}).get("selector"),
+                             budget=float(min(budgets)) if budgets else None,
+                             floor=int(floor) if floor is not None else None)
 
 
 def eval_groups(cfg: dict[str, Any]) -> dict[tuple[str, str, int], list[EvalJob]]:
@@ -71,7 +92,7 @@ def group_name(backbone: str, method: str, seed: int) -> str:
 def grid_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
     """The evaluations of the `grid` section alone (Table 2's)."""
     g = cfg["grid"]
-    lowest = target_budget(cfg)
+    lowest = reduction_defaults(cfg).budget
     trained = [lowest, 1.0] if g.get("student_full_tokens") else [lowest]
     for bb, m, bench in itertools.product(g["backbones"], g["methods"], g["benchmarks"]):
         kind = METHODS[m].kind
@@ -87,28 +108,23 @@ def method_seeds(cfg: dict[str, Any], method: str) -> list[int]:
     return list(cfg["seeds"]) if seeded is None or method in seeded else list(cfg["seeds"][:1])
 
 
-def eval_setting(method: str, budget: float, train_selector: str | None = None) -> tuple[float, str]:
+def eval_setting(method: str, budget: float, train_selector: str | None = None) -> tuple[float, str | None]:
     """(keep ratio, selector) an evaluation of ``method`` at ``budget`` runs with: the reference
-    keeps every token; a selector keeps ``budget`` of them itself; a trained student is evaluated
-    with the selector it was trained with (the profile's ``training.selector``: CDPruner in the
-    paper), which its caller must pass."""
+    keeps every token (``train_selector`` is then unused); a selector keeps ``budget`` of them
+    itself; a trained student is evaluated with the selector it was trained with (the profile's
+    ``training.selector``: CDPruner in the paper), which its caller must pass."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {sorted(METHODS)}")
     kind = METHODS[method].kind
     if not 0 < budget <= 1:
         raise ValueError(f"budget must be in (0, 1], got {budget!r}")
     if kind == "reference":
-        return 1.0, "cdpruner"  # selector unused at ratio 1
+        return 1.0, train_selector  # no selector runs at ratio 1
     if kind == "selector":
         return float(budget), method
     if train_selector is None:
         raise ValueError(f"{method} is a trained method: give the selector it was trained with (training.selector)")
     return float(budget), train_selector
-
-
-def train_selector(cfg: dict[str, Any]) -> str | None:
-    """The selector trained students use (and are evaluated with): ``training.selector``."""
-    return (cfg.get("training") or {}).get("selector")
 
 
 def paths(cfg: dict[str, Any]) -> dict[str, str]:
@@ -217,17 +233,23 @@ def study_benchmarks(cfg: dict[str, Any], study: str) -> list[str]:
 
 
 def study_jobs(cfg: dict[str, Any], study: str) -> Iterator[EvalJob]:
-    """Full tokens once (budget 1), every other method at the grid's smallest budget."""
-    lowest = target_budget(cfg)
-    for bb, m, bench in itertools.product(study_backbones(cfg, study), TABLES[study].methods,
+    """Full tokens once (budget 1), every other method at the grid's smallest budget; the untrained
+    student's row with the profile's training.selector (catalog.study_methods)."""
+    rd = reduction_defaults(cfg)
+    lowest = rd.budget
+    for bb, m, bench in itertools.product(study_backbones(cfg, study), study_methods(study, rd.selector),
                                           study_benchmarks(cfg, study)):
         for seed in method_seeds(cfg, m):
             yield EvalJob(bb, m, 1.0 if METHODS[m].kind == "reference" else lowest, bench, seed)
 
 
-def study_scope(cfg: dict[str, Any], study: str) -> tuple[list[str], list[str], float]:
-    """(backbones, benchmarks, budget) a study compares on: the report builders' arguments."""
-    return study_backbones(cfg, study), study_benchmarks(cfg, study), target_budget(cfg)
+def study_scope(cfg: dict[str, Any], study: str) -> tuple[list[str], list[str], float, str]:
+    """(backbones, benchmarks, budget, selector of the untrained student's row) a study compares
+    on: the report builders' arguments."""
+    rd = reduction_defaults(cfg)
+    if rd.selector is None:
+        raise ValueError(f"{study}: its untrained-student row is the profile's training.selector, and there is none")
+    return study_backbones(cfg, study), study_benchmarks(cfg, study), rd.budget, rd.selector
 
 
 def study_inputs(cfg: dict[str, Any], study: str) -> list[str]:
@@ -306,6 +328,38 @@ def table5_targets(cfg: dict[str, Any]) -> list[str]:
     return [p["table5"], p["table5_md"]] if cfg.get("efficiency") else []
 
 
+REPO = codegraph.PACKAGE_ROOT.parents[1]  # the checkout holding src/ltopd (an editable install)
+
+
+def job_code(job: str, repo: str | Path = REPO) -> list[str]:
+    """The files (relative to ``repo``) that the job module ltopd.pipeline.<job> can run: its
+    rule's code inputs, from the import graph of the checkout's sources."""
+    repo = Path(repo).resolve()
+    return codegraph.relative_code_files([f"ltopd.pipeline.{job}"], start=repo, root=repo / "src" / "ltopd")
+
+
+def code_deps(jobs: list[str], repo: str | Path = REPO) -> list[str]:
+    """``job_code`` of several jobs as DVC deps: a folder whose every file is listed is named
+    once (its files are then all deps, as DVC hashes a folder)."""
+    repo = Path(repo).resolve()
+    files = {f for j in jobs for f in job_code(j, repo)}
+    covered: dict[str, bool] = {}
+
+    def full(folder: Path) -> bool:
+        key = str(folder.relative_to(repo))
+        if key not in covered:
+            inside = [p for p in folder.iterdir() if p.name != "__pycache__" and not p.name.startswith(".")]
+            covered[key] = all(full(p) if p.is_dir() else str(p.relative_to(repo)) in files for p in inside)
+        return covered[key]
+
+    out = []
+    for f in sorted(files):
+        parents = [p for p in reversed(Path(f).parents) if str(p) != "."]
+        top = next((p for p in parents if full(repo / p)), None)
+        out.append(str(top) if top is not None else f)
+    return sorted(set(out))
+
+
 def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
     """Coarse DVC stages, each a `snakemake` call on one target group (see README: DVC and
     Snakemake). Outputs are persisted so DVC never deletes what Snakemake manages."""
@@ -315,7 +369,7 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
     stages: dict[str, Any] = {
         "lt14k": {
             "cmd": f"{snake} -- {p['lt14k']} {p['lt14k_metrics']}",
-            "deps": [config_file, "Snakefile", "workflow/rules/data.smk", "src/ltopd/data"],
+            "deps": [config_file, "Snakefile", "workflow/rules/data.smk", *code_deps(["data_jobs"])],
             "params": [{config_file: ["lt14k", "world"]}],
             "outs": [{p["lt14k"]: {"persist": True}}],
             # the default profile's LT-14K fingerprint is committed to git (.gitignore); other
@@ -330,8 +384,8 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
         mets = [p["twin_metrics"].format(backbone=b) for b in tw]
         stages["twins"] = {
             "cmd": f"{snake} -- {' '.join(outs + mets)}",
-            "deps": [config_file, "Snakefile", "workflow/rules/backbone.smk", "src/ltopd/models",
-                     "src/ltopd/data/world", "src/ltopd/selectors"],
+            "deps": [config_file, "Snakefile", "workflow/rules/backbone.smk",
+                     *code_deps(["data_jobs", "twin_jobs"])],
             "params": [{config_file: ["backbones", "pretrain", "reduction", "world"]}],
             "outs": [{p["tokenizer"]: {"persist": True}}] + [{o: {"persist": True}} for o in outs],
             "metrics": [{m: {"persist": True}} for m in mets],
@@ -341,9 +395,9 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
     stages["table2"] = {
         "cmd": f"{snake} -- all_evaluations {' '.join(tables)}",  # rule all_evaluations: every eval job
         "deps": [config_file, "Snakefile", "workflow/rules/common.smk", "workflow/rules/eval.smk",
-                 "workflow/rules/train.smk", "workflow/rules/report.smk", "src/ltopd/bench", "src/ltopd/report",
-                 "src/ltopd/models", "src/ltopd/selectors", "src/ltopd/train", "src/ltopd/pipeline"]
-        + (["src/ltopd/efficiency"] if cfg.get("efficiency") else [])
+                 "workflow/rules/train.smk", "workflow/rules/report.smk",
+                 *code_deps(["data_jobs", "train_job", "evaluate", "table_jobs"]
+                            + (["study_jobs"] if study_targets(cfg) else []))]
         # the students' data, by its fingerprint (content hash, committed): a changed LT-14K reruns
         # this stage, and `dvc repro --dry` works on a fresh clone (DVC cannot hash an upstream
         # output that is not there yet, treeverse/dvc#9021)
@@ -364,10 +418,10 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
         eff, measured = cfg["efficiency"], efficiency_backbones(cfg)
         stages["table5"] = {
             "cmd": f"{snake} -- {' '.join(table5_targets(cfg))}",
-            "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk", "src/ltopd/efficiency",
-                     "src/ltopd/pipeline", "src/ltopd/models", "src/ltopd/selectors", eff["analytic_config"]]
+            "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk", *code_deps(["efficiency_jobs"]),
+                     eff["analytic_config"]]
             + [model_path(cfg, b) for b in measured if b in tw or b in released(cfg)],
-            "params": [{config_file: ["efficiency", "reduction", "grid"]}],
+            "params": [{config_file: ["efficiency", "reduction", "grid", "training"]}],
             "outs": [{str(root / "results" / "efficiency"): {"persist": True}}]
             + [{t: {"persist": True}} for t in table5_targets(cfg)],
         }

@@ -178,14 +178,56 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
+# The Snakemake process of a parent run (Snakemake calls start_pipeline in its own process), so
+# the next start can tell a run left RUNNING by a killed Snakemake from one still running.
+OWNER_TAGS = ("snakemake.pid", "snakemake.created", "snakemake.host")
+
+
+def close_stale_pipelines(s: Settings, exp_id: str) -> list[str]:
+    """Mark KILLED the parent runs left RUNNING by a Snakemake process of this host that is gone
+    (a `kill -9`, the out-of-memory killer; no onerror ran), and their jobs' runs left RUNNING,
+    with one line each. Runs of other hosts, or without the owner tags, are left as they are.
+    Returns the parent runs' ids."""
+    import sys
+
+    from ltopd.pipeline.watchdog import Owner
+
+    client = _client(s)
+    running = "attributes.status = 'RUNNING'"
+    closed = []
+    for run in _retry(lambda: client.search_runs([exp_id], f"tags.kind = 'pipeline' and {running}")):
+        tags = run.data.tags
+        try:
+            owner = Owner(int(tags[OWNER_TAGS[0]]), float(tags[OWNER_TAGS[1]]), tags[OWNER_TAGS[2]])
+        except (KeyError, ValueError):
+            continue
+        if not owner.local() or owner.alive():
+            continue
+        rid = run.info.run_id
+        jobs = _retry(lambda rid=rid: client.search_runs([exp_id], f"tags.`{PARENT_TAG}` = '{rid}' and {running}"))
+        for job in jobs:
+            _retry(lambda job=job: client.set_terminated(job.info.run_id, "KILLED"))
+        _retry(lambda rid=rid: client.set_terminated(rid, "KILLED"))
+        also = f", with its {len(jobs)} unfinished job run{'s' * (len(jobs) > 1)}" if jobs else ""
+        print(f"ltopd: MLflow run {run.info.run_name} was left RUNNING by snakemake (pid {owner.pid}), which "
+              f"is gone: marked KILLED{also}", file=sys.stderr)
+        closed.append(rid)
+    return closed
+
+
 def start_pipeline(s: Settings, config_file: str) -> str:
-    """Create the parent run of this invocation and write its id where jobs will find it."""
+    """Create the parent run of this invocation and write its id where jobs will find it; first
+    close the runs a killed invocation left RUNNING."""
     from ltopd.atomic import write_json
+    from ltopd.pipeline.watchdog import Owner
 
     relocate(s)  # the project folder may have moved since the last invocation
     exp_id = ensure_experiment(s)
+    close_stale_pipelines(s, exp_id)
     client = _client(s)
-    tags = {"profile": s.profile, "config_file": config_file, "kind": "pipeline", **git_tags()}
+    owner = Owner.current()
+    tags = {"profile": s.profile, "config_file": config_file, "kind": "pipeline", **git_tags(),
+            **dict(zip(OWNER_TAGS, (str(owner.pid), repr(owner.created), owner.host)))}
     run = _retry(lambda: client.create_run(exp_id, run_name=f"pipeline-{time.strftime('%Y%m%d-%H%M%S')}", tags=tags))
     write_json(s.parent_file, {"run_id": run.info.run_id, "experiment_id": exp_id})
     return run.info.run_id

@@ -107,16 +107,16 @@ def test_evaluate_scores_reference_answers_perfectly_and_counts_unparsed(monkeyp
     assert all("images" not in r and r["prediction"].endswith("</answer>") for r in rows)
 
     monkeypatch.setattr(evaluate_mod, "predict_settings", _fake_predict(lambda r: ""))
-    _, empty = evaluate(None, recs, benchmark, progress=False)
+    _, empty = evaluate(None, recs, benchmark, 1.0, None, 1, progress=False)
     # POPE's evaluate.py reads an empty reply as "yes": the share of "yes" labels (balanced splits)
     assert empty["n_unparsed"] == 8 and empty["score"] == (50.0 if benchmark == "pope" else 0)
 
 
 def test_evaluate_rejects_unknown_benchmark_and_empty_records() -> None:
     with pytest.raises(ValueError, match="unknown benchmark 'nope'"):
-        evaluate(None, [{"id": "x"}], "nope")
+        evaluate(None, [{"id": "x"}], "nope", 1.0, None, 1)
     with pytest.raises(ValueError, match="vstar: no records"):
-        evaluate(None, [], "vstar")
+        evaluate(None, [], "vstar", 1.0, None, 1)
 
 
 def test_evaluate_runs_a_real_twin_end_to_end(vstar) -> None:

@@ -3,12 +3,14 @@ real transformers modules' parameter counts, Qwen3.5-4B against the paper, and t
 protocol on tiny twins (forward passes counted, cache bytes read back, reference replayed)."""
 from __future__ import annotations
 
+import csv
 import json
 import re
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from ltopd.efficiency import table5
 from ltopd.efficiency.analytic import TextArch, keep_count, kv_cache, prefill_flops, tokens_from_kv
@@ -112,7 +114,7 @@ def test_qwen35_4b_reproduces_table5_ratios() -> None:
     assert abs(full.tflops / paper["full"]["prefill_tflops"] - 1) < 0.02
     epic = prefill_flops(a, tokens.total(), reduced_tokens=tokens.total(kept), prune_layer=2)
     assert abs(epic.total / full.total - paper["epic"]["flops_ratio"]) < 0.01
-    rows = table5.analytic_rows(a)
+    rows = table5.analytic_rows(a, "cdpruner")
     ana = {r["method"]: r for r in rows}
     assert abs(ana["ltopd"]["kv_change_pct"] - paper["ltopd"]["kv_change_pct"]) < 1.0
     assert ana["ltopd"]["linear_state_mb"] == ana["full"]["linear_state_mb"] > 0  # constant state, reported apart
@@ -177,10 +179,10 @@ def test_request_replays_the_reference_with_one_prefill_and_cached_steps(tokeniz
     handle = lm.register_forward_pre_hook(lambda _m, args, kw: lengths.append(
         (kw.get("input_ids") if kw.get("input_ids") is not None else kw["inputs_embeds"]).shape[1]), with_kwargs=True)
     try:
-        text, seconds = request(bb, prepared, Method("cdpruner", 0.05), floor=1)
+        text, seconds = request(bb, prepared, Method("cdpruner", 0.05, "cdpruner"), floor=1)
     finally:
         handle.remove()
-    stats = prefill_stats(bb, prepared, Method("cdpruner", 0.05), floor=1, profile_flops=False)
+    stats = prefill_stats(bb, prepared, Method("cdpruner", 0.05, "cdpruner"), floor=1, profile_flops=False)
     # One prefill of the reduced prompt, then 11 single-token passes on the cache.
     assert lengths == [stats.prefill_tokens] + [1] * 11
     assert text == tokenizer.decode(prepared.reference) and seconds > 0
@@ -197,7 +199,7 @@ def test_profiler_counts_the_analytic_matmuls_of_a_full_attention_twin(tokenizer
 
     bb = twin_backbone("llava-ov-tiny", tokenizer, seed=0)
     prepared = prepare(bb, select_questions(textvqa, tokenizer, 4)[0], 4)
-    stats = prefill_stats(bb, prepared, Method("full", 1.0), floor=1)
+    stats = prefill_stats(bb, prepared, Method("full", 1.0, None), floor=1)
     if stats.profiler_flops is None:
         pytest.skip("this torch build's profiler reports no FLOPs")
     f = prefill_flops(TextArch.from_config(bb.model.config), stats.prefill_tokens)
@@ -209,7 +211,7 @@ def test_measure_runs_the_protocol_on_a_twin_in_seconds(tokenizer, textvqa) -> N
     from ltopd.models.twins import twin_backbone
 
     bb = twin_backbone("qwen35-tiny", tokenizer, seed=0)
-    methods = [Method("full", 1.0), Method("ltopd", 0.05, "cdpruner"), Method("hiprune", 0.05, "hiprune")]
+    methods = [Method("full", 1.0, None), Method("ltopd", 0.05, "cdpruner"), Method("hiprune", 0.05, "hiprune")]
     results = measure(bb, textvqa, methods, Protocol(repeats=2, ref_tokens=8, min_answer_tokens=4, questions=2),
                       floor=1, profile_flops=False)
     full, ours, hip = results
@@ -252,3 +254,30 @@ def test_table5_files_from_the_cli(tmp_path, monkeypatch) -> None:
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(ValueError, match="bad.json: not an efficiency measurement"):
         table5.load_measurements([tmp_path / "bad.json"])
+
+
+def test_table5_of_a_profile_training_with_divprune_reduces_ltopd_with_divprune(tmp_path, monkeypatch) -> None:
+    """Table 5's LT-OPD rows are the student's inference: training.selector at the target budget,
+    measured (efficiency_jobs.methods) and analytic alike; HiPrune and EPIC keep their own."""
+    from ltopd.cli import main
+    from ltopd.grid import reduction_defaults
+    from ltopd.pipeline.efficiency_jobs import methods
+
+    cfg = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
+    cfg["training"]["selector"] = "divprune"
+    cfg["mlflow"] = {"tracking_uri": f"sqlite:///{tmp_path / 'mlruns.db'}", "experiment": "t",
+                     "artifact_root": str(tmp_path / "art")}
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(yaml.safe_dump(cfg))
+    rd = reduction_defaults(cfg)
+    assert [(m.name, m.ratio, m.selector) for m in methods(cfg["efficiency"]["methods"], rd.budget, rd.selector)] \
+        == [("full", 1.0, "divprune"), ("ltopd", 0.05, "divprune"), ("hiprune", 0.05, "hiprune")]
+    out, md = tmp_path / "t5.csv", tmp_path / "t5.md"
+    assert main(["table5", "build", "--config", str(profile), "--analytic-config", str(QWEN4B),
+                 "--out", str(out), "--markdown", str(md)]) == 0
+    notes = {(r["source"], r["method"]): r["note"] for r in csv.DictReader(out.open())}
+    assert notes[("analytic", "ltopd")] == "divprune, pruned before the LM"
+    assert notes[("analytic", "hiprune")] == "hiprune, pruned before the LM"
+    assert notes[("analytic", "epic")] == "dart, pruned before LM layer 2"
+    assert table5.analytic_methods("cdpruner") == {"full": None, "ltopd": ("cdpruner", 0), "hiprune": ("hiprune", 0),
+                                                   "epic": ("dart", 2)}  # the paper's own rows

@@ -97,4 +97,4 @@ def test_bad_budget_is_rejected(bb, ratio):
         check_ratio(ratio)
     batch = bb.encode(RECORDS[:1])
     with pytest.raises(ValueError, match="keep ratio"):
-        bb.select(batch, ratio, "random")
+        bb.select(batch, ratio, "random", floor=1)

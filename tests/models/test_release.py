@@ -28,7 +28,7 @@ def _profile(smoke_cfg: dict, tmp_path, name: str = "qwen35-tiny") -> dict:
                      "artifact_root": str(tmp_path / "art")}
     cfg["pretrain"]["stages"][1] = {"name": "main", "steps": 2, "lr": 0.002, "bench": ["vstar", "pope"],
                                     "final_lr_ratio": 0.5}
-    cfg["pretrain"]["gates"] = {"n": 12, "fit_n": 12, "batch_size": 12}
+    cfg["pretrain"]["gates"] = {"n": 12, "fit_n": 12, "batch_size": 12, "ratio": 0.05, "selector": "cdpruner"}
     cfg["pretrain"]["checkpoint_every"] = 1
     cfg["release_dir"] = str(tmp_path / "releases")
     cfg["backbones"] = {name: {**cfg["backbones"][name], "release": True}}
@@ -97,6 +97,8 @@ def test_release_is_deterministic_complete_and_checked(smoke_cfg_module, tmp_pat
     weights.write_bytes(weights.read_bytes()[:-4] + b"\0\0\0\0")
     with pytest.raises(ReleaseError, match=weights.name):
         verify_weights(first)
+    with pytest.raises(ReleaseError, match=weights.name):  # and nothing loads it as the release
+        load_backbone(first)
 
 
 def test_a_killed_release_build_resumes_to_the_same_weights(smoke_cfg_module, tmp_path, tokenizer_dir):
@@ -151,16 +153,38 @@ def test_a_new_release_reruns_exactly_the_jobs_that_start_from_it(smoke_cfg_modu
     path.write_text(yaml.safe_dump(cfg))
     job = group_name("qwen35-tiny", "full", 0)
 
-    def snakemake(*args: str) -> str:
+    def snakemake(*args: str, ok: bool = True) -> str:
         proc = subprocess.run([sys.executable, "-m", "snakemake", job, "--cores", "1", "--configfile", str(path),
                                *args], cwd=ROOT, capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert (proc.returncode == 0) == ok, proc.stderr[-3000:]
         return proc.stdout + proc.stderr
 
     snakemake()  # the evaluation itself, from the release
     assert "Nothing to be done" in snakemake("-n")
+    weights = next(release.glob("*.safetensors"))
+    clean = weights.read_bytes()
+
+    # a corrupted release stops the run before any job, with one line naming the file
+    flipped = bytearray(clean)
+    for i in (-3, -200, -4000):
+        flipped[i] ^= 0xFF
+    weights.write_bytes(bytes(flipped))
+    err = snakemake("-n", ok=False)
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and weights.name in lines[0] and "do not match manifest.json" in lines[0], err[-2000:]
+
+    # a new release (other weights, its manifest saying so) reruns the jobs that start from it
+    from safetensors.torch import load_file, save_file
+
+    from ltopd.models.release import weight_hashes
+
+    weights.write_bytes(clean)
+    tensors = load_file(str(weights))
+    name = sorted(k for k, v in tensors.items() if v.is_floating_point())[0]
+    tensors[name] = tensors[name] + 1e-3
+    save_file(tensors, str(weights), metadata={"format": "pt"})
     manifest = json.loads((release / MANIFEST).read_text())
-    manifest["weights_sha256"] = {k: "0" * 64 for k in manifest["weights_sha256"]}  # as a new release's
+    manifest["weights_sha256"] = weight_hashes(release)
     (release / MANIFEST).write_text(json.dumps(manifest))
     again = snakemake("-n")
     assert "Params have changed" in again and _scheduled(again) == {"evaluate"}
@@ -280,13 +304,16 @@ def test_a_warm_start_from_a_release_gives_the_weights_a_build_from_scratch_give
     assert "warm-started from the release of its first 4 updates" in rendered
     assert two["gates"]["benchmarks"]["pope"]["asked"] == "evidence-first" and "asked" not in \
         two["gates"]["benchmarks"]["vstar"] and "asked evidence-first" in rendered
-    # the warm-started state folder resumes only as a warm start (its record never outlives it)
-    with pytest.raises(SystemExit, match="was warm-started from"):
-        _release(b, tmp_path, tokenizer_dir, tmp_path / "b3" / "qwen35-tiny", tmp_path / "sb2")
+    # the warm-started state folder resumes as the same warm start ...
     assert _release(b, tmp_path, tokenizer_dir, tmp_path / "b3" / "qwen35-tiny", tmp_path / "sb2",
                     ["--warm-start", str(parent)]) == 0
     assert "resuming the warm-started build" in capsys.readouterr().out
     assert verify_weights(tmp_path / "b3" / "qwen35-tiny")["weights_sha256"] == two["weights_sha256"]
+    # ... and is another build's state without it: set aside, never resumed (a build from scratch)
+    assert _release(b, tmp_path, tokenizer_dir, tmp_path / "b4" / "qwen35-tiny", tmp_path / "sb2") == 0
+    err = capsys.readouterr().err
+    assert "not resuming" in err and "input warm_start" in err
+    assert verify_weights(tmp_path / "b4" / "qwen35-tiny")["weights_sha256"] == one["weights_sha256"]
 
     # another vocabulary (same size or not) is refused before any weights are seeded
     other_tok = tmp_path / "other_tok"

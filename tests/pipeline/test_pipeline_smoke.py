@@ -19,9 +19,9 @@ BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.slow
 
 
-def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
+def _run(cmd: list[str], cwd: Path, **extra_env: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    env = {k: v for k, v in env.items() if not k.startswith(("LTOPD_MLFLOW_", "MLFLOW_"))}
+    env = {k: v for k, v in env.items() if not k.startswith(("LTOPD_MLFLOW_", "MLFLOW_"))} | extra_env
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     return proc
@@ -31,7 +31,7 @@ def _clone(dest: Path) -> Path:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
                            text=True, check=True).stdout.split()
     for f in files:
-        if (ROOT / f).is_file():
+        if (ROOT / f).is_file() or (ROOT / f).is_symlink():  # links too: profiles -> workflow/profiles
             (dest / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / f, dest / f, follow_symlinks=False)
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
@@ -43,8 +43,28 @@ def _clone(dest: Path) -> Path:
 @pytest.fixture(scope="module")
 def snake_run(tmp_path_factory):
     repo = _clone(tmp_path_factory.mktemp("snake"))
-    proc = _run(["snakemake", "--cores", "2", "--configfile", "config/smoke.yaml"], repo)
+    # every job records the imports it executes (ltopd.import_trace): the check on its rule's code inputs
+    proc = _run(["snakemake", "--cores", "2", "--configfile", "config/smoke.yaml"], repo,
+                LTOPD_TRACE_IMPORTS=str(repo / "import-traces"))
     return repo, proc
+
+
+def test_every_job_ran_only_code_among_its_rules_inputs(snake_run):
+    """Each job's executed imports, followed from its job module, stay inside the code inputs its
+    rule declares (computed by ltopd.codegraph): editing any module a job ran reruns it."""
+    from ltopd import grid
+    from ltopd.import_trace import reached
+
+    repo, _ = snake_run
+    traces = [json.loads(p.read_text()) for p in (repo / "import-traces").glob("*.json")]
+    jobs = {t["module"].rpartition(".")[2] for t in traces}
+    assert {"data_jobs", "twin_jobs", "train_job", "evaluate", "table_jobs"} <= jobs
+    for t in traces:
+        job = t["module"].rpartition(".")[2]
+        declared = {f.removeprefix("src/").removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+                    for f in grid.job_code(job, repo)}
+        used = reached(t["module"], t["edges"])
+        assert used <= declared, f"{t['command']} ran {sorted(used - declared)}, not among its rule's code inputs"
 
 
 def test_snakemake_builds_lt14k_and_logs_to_mlflow(snake_run):
@@ -299,13 +319,28 @@ def test_a_killed_training_job_resumes_to_the_pipelines_weights(snake_run, tmp_p
            "--out", str(tmp_path / "student"), "--metrics", str(tmp_path / "train.json")]
     _run(cmd + ["--stop-after", "1"], repo)
     assert not (tmp_path / "student").exists()
-    assert [p.name for p in (tmp_path / "ckpt").iterdir()] == ["step-000001"]
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["identity.json", "step-000001"]
     proc = _run(cmd, repo)
     assert "2 updates to budget 0.05, 1 run now" in proc.stdout
     resumed = load_file(str(next((tmp_path / "student").glob("*.safetensors"))))
     pipeline = load_file(str(next((out / "models/students/qwen35-tiny/ltopd/seed0").glob("*.safetensors"))))
     assert resumed.keys() == pipeline.keys()
     assert all(torch.equal(resumed[k], pipeline[k]) for k in resumed)
+    summary = json.loads((tmp_path / "train.json").read_text())
+    assert summary["updates"] == 2 and "last_loss" in summary  # the resumed run reports its losses
+
+    # A changed setting is another job: its state is not resumed, the student is a new one.
+    import yaml
+
+    profile = yaml.safe_load((repo / "config" / "smoke.yaml").read_text())
+    profile["training"]["lr"] = {k: v * 50 for k, v in profile["training"]["lr"].items()}
+    changed = tmp_path / "lr.yaml"
+    changed.write_text(yaml.safe_dump(profile))
+    proc = _run([*cmd[:2], "--config", str(changed), *cmd[4:]], repo)
+    assert "2 updates to budget 0.05, 2 run now" in proc.stdout
+    assert "not resuming" in proc.stderr and "settings training.lr" in proc.stderr
+    other = load_file(str(next((tmp_path / "student").glob("*.safetensors"))))
+    assert any(not torch.equal(other[k], pipeline[k]) for k in other)
 
 
 def test_grouped_evaluation_equals_one_job_per_setting(snake_run, tmp_path):
@@ -327,3 +362,102 @@ def test_grouped_evaluation_equals_one_job_per_setting(snake_run, tmp_path):
               "--method", j.method, "--budget", j.budget_tag, "--benchmark", j.benchmark, "--seed", str(j.seed),
               "--out-dir", str(out)], repo)
         assert (out / "predictions.jsonl").read_bytes() == (repo / p["eval_predictions"].format(**fields)).read_bytes()
+
+
+def _gone(proc, timeout: float) -> bool:
+    """Whether `proc` exits within `timeout` seconds (a zombie, exited and not yet reaped, counts)."""
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _ltopd_command(proc) -> list[str]:
+    """The `ltopd ...` arguments of a job's process, [] for any other process (or one now gone)."""
+    import psutil
+
+    try:
+        argv = proc.cmdline()
+    except psutil.Error:
+        return []
+    return argv[2:] if len(argv) > 1 and Path(argv[1]).name == "ltopd" else []
+
+
+def test_a_killed_snakemake_leaves_no_job_and_its_rerun_builds_the_same_tables(snake_run, tmp_path):
+    """`kill -9` of Snakemake while it trains (issue 37): its jobs stop within seconds, the plain
+    rerun meets the lock (and not the incomplete files: the workflow profile's rerun-incomplete),
+    and the README's recovery (the same command with --unlock, then the same command) builds Table
+    2 byte for byte as the uninterrupted run did, with no MLflow run left RUNNING. Starts from a
+    copy of the smoke run without the trained students and what follows them (the cheap part of
+    the DAG that has a training job to kill); the uninterrupted run's tables are the reference."""
+    import signal
+    import time
+
+    import psutil
+    from mlflow.tracking import MlflowClient
+
+    reference, _ = snake_run
+    repo = tmp_path / "killed"
+    shutil.copytree(reference, repo, symlinks=True, ignore=shutil.ignore_patterns("import-traces"))
+    out = repo / "runs" / "smoke"
+    trained = ("ltopd", "llava_mini")  # Table 2's trained rows
+    for m in trained:
+        for folder in ("models/students", "train_state", "results/eval", "metrics/train", "logs/train"):
+            shutil.rmtree(out / folder / "qwen35-tiny" / m, ignore_errors=True)
+    for f in out.glob("results/table2.*"):
+        f.unlink()
+    cmd = ["snakemake", "--cores", "2", "runs/smoke/results/table2.csv", "--configfile", "config/smoke.yaml"]
+    env = {k: v for k, v in {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}.items()
+           if not k.startswith(("LTOPD_MLFLOW_", "MLFLOW_", "LTOPD_SNAKEMAKE"))}
+    with (tmp_path / "killed.log").open("w") as log:
+        snakemake = subprocess.Popen(cmd, cwd=repo, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline, procs = time.monotonic() + 600, []
+        while snakemake.poll() is None and time.monotonic() < deadline:
+            procs = psutil.Process(snakemake.pid).children(recursive=True)
+            if any(_ltopd_command(p)[:1] == ["train"] and time.time() - p.create_time() > 3 for p in procs):
+                break  # a training job 3 s in: past its imports, into its updates
+            time.sleep(0.2)
+        assert snakemake.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
+        jobs = [p for p in procs if _ltopd_command(p)]
+        os.kill(snakemake.pid, signal.SIGKILL)
+        killed_at = time.monotonic()
+        snakemake.wait()
+        stray = [p for p in procs if not _gone(p, timeout=10 - (time.monotonic() - killed_at))]
+        stopped_after = time.monotonic() - killed_at
+    finally:
+        snakemake.kill()
+        snakemake.wait()
+    assert not stray, f"still running {stopped_after:.1f} s after the kill: {[p.cmdline() for p in stray]}"
+    print(f"{len(jobs)} jobs stopped {stopped_after:.1f} s after kill -9 of snakemake")
+    for m in trained:  # a stopped training wrote no student behind the dead Snakemake's back
+        log = out / "logs" / "train" / "qwen35-tiny" / f"{m}-seed0.log"
+        if log.is_file() and "is gone; stopping" in log.read_text():
+            assert not (out / "models" / "students" / "qwen35-tiny" / m / "seed0").exists()
+
+    # What the user meets on rerunning the same command: the lock, not the incomplete files.
+    proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "LockException" in text and "IncompleteFilesException" not in text, text[-3000:]
+    assert "Using workflow specific profile profiles/default" in text
+    # The README's recovery, "After a crash"
+    _run(cmd + ["--unlock"], repo)
+    proc = _run(cmd, repo)
+    assert "marked KILLED" in proc.stderr
+    for name in ("table2.csv", "table2.md", "table2.json"):
+        assert (out / "results" / name).read_bytes() == (reference / "runs/smoke/results" / name).read_bytes(), name
+
+    client = MlflowClient(f"sqlite:///{out / 'mlruns.db'}")
+    exp = client.get_experiment_by_name("ltopd-smoke")
+    runs = client.search_runs([exp.experiment_id], max_results=5000)
+    assert not [r.info.run_name for r in runs if r.info.status == "RUNNING"]
+    assert any(r.data.tags.get("kind") == "pipeline" and r.info.status == "KILLED" for r in runs)

@@ -71,25 +71,25 @@ def test_seed_comparisons_pair_each_seed_with_the_reference() -> None:
     results = _results() + [  # a trained method at the reference's budget, three seeds (cdpruner has two)
         {"backbone": "bb", "method": "ltopd", "budget": 0.05, "benchmark": b, "seed": s, "score": v}
         for s, b, v in [(0, "x", 46.0), (0, "y", 40.0), (1, "x", 40.0), (1, "y", 25.0), (2, "x", 1.0)]]
-    lines = table2.seed_comparisons(results, "bb", ["x", "y"])
+    lines = table2.seed_comparisons(results, "bb", ["x", "y"], "cdpruner")
     assert len(lines) == 1 and lines[0].startswith("LT-OPD - CDPruner at 5%") and "seeds [0, 1]" in lines[0]
     # x: differences 46 - 40 = 6 and 40 - 30 = 10: mean 8, sd 2.828, se 2, t(1) 12.706 -> [-17.4, 33.4]
     assert "x +8.0 [-17.4, 33.4]" in lines[0]
     assert "y +0.0 [0.0, 0.0]" in lines[0]  # the same score at both seeds: no spread
-    assert table2.seed_comparisons([r for r in results if r["seed"] == 0], "bb", ["x", "y"]) == []
+    assert table2.seed_comparisons([r for r in results if r["seed"] == 0], "bb", ["x", "y"], "cdpruner") == []
 
 
 def test_build_marks_paper_rows_and_needs_full() -> None:
-    rows, notes = table2.build(_results(), "bb", ["x", "y"])
+    rows, notes = table2.build(_results(), "bb", ["x", "y"], pruned="cdpruner")
     assert {r["source"] for r in rows} == {"ours", "paper"}
     assert any(r["source"] == "paper" and r["method"] == "ltopd" and r["avg_retain"].mean == 82.3 for r in rows)
     assert "seeds [0, 1]" in notes[0]
     with pytest.raises(ValueError, match="no full-token results for backbone 'nobody'"):
-        table2.build(_results(), "nobody", ["x"])
+        table2.build(_results(), "nobody", ["x"], pruned="cdpruner")
 
 
 def test_csv_markdown_and_figure(tmp_path) -> None:
-    rows, notes = table2.build(_results(), "bb", ["x", "y"])
+    rows, notes = table2.build(_results(), "bb", ["x", "y"], pruned="cdpruner")
     parsed = list(csv.DictReader(io.StringIO(table2.to_csv(rows, ["x", "y"]))))
     ours = [r for r in parsed if r["source"] == "ours"]
     assert ours[2]["method"] == "cdpruner" and float(ours[2]["avg_retain"]) == 62.5
@@ -107,7 +107,7 @@ def test_zero_full_score_is_noted() -> None:
     for r in res:
         if r["benchmark"] == "y":
             r["score"] = 0.0
-    rows, notes = table2.build(res, "bb", ["x", "y"])
+    rows, notes = table2.build(res, "bb", ["x", "y"], pruned="cdpruner")
     assert any("full-token score 0 on ['y']" in n for n in notes)
     assert next(r for r in rows if r["method"] == "cdpruner")["retain_over"] == ["x"]
 
@@ -145,7 +145,7 @@ def test_ablation_table_keeps_full_and_its_methods() -> None:
     results = [dict(r, method=m) for r in _results() if r["method"] == "cdpruner"
                for m in ("ltopd", "ltopd_teacher_ema", "sft")] + [r for r in _results() if r["method"] == "full"]
     rows, _ = table2.build(results, "bb", ["x", "y"], table="table7",
-                           methods=["ltopd", "ltopd_trust_region", "ltopd_teacher_ema"])
+                           methods=["ltopd", "ltopd_trust_region", "ltopd_teacher_ema"], pruned="cdpruner")
     assert [(r["source"], r["method"]) for r in rows] == [
         ("ours", "full"), ("ours", "ltopd"), ("ours", "ltopd_teacher_ema"),
         ("paper", "ltopd"), ("paper", "ltopd_trust_region"), ("paper", "ltopd_teacher_ema")]
@@ -267,7 +267,8 @@ def _evidence(full_like_qo: bool = False):
 
 def test_gate_keeps_only_benchmarks_full_tokens_clearly_win() -> None:
     results, preds, fit = _evidence()
-    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=400)
+    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=400,
+                               pruned="cdpruner")
     ours = [r for r in rows if r["source"] != "paper"]
     assert [(r["source"], r["method"]) for r in ours] == [
         ("ours", "full"), ("baseline", "question_only"), ("gate", "gate"),
@@ -305,7 +306,8 @@ def test_the_blind_twin_is_the_gates_second_baseline(blind_gqa, passes) -> None:
         preds[("bb", "blind", 1.0, b, 0)] = rows
         results.append({"backbone": "bb", "method": "blind", "budget": 1.0, "benchmark": b, "seed": 0,
                         "score": score(b, rows)["score"]})
-    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=300)
+    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=300,
+                               pruned="cdpruner")
     ours = [r for r in rows if r["source"] != "paper"]
     assert [(r["source"], r["method"]) for r in ours][:4] == [
         ("ours", "full"), ("baseline", "question_only"), ("gate", "gate"), ("ours", "blind")]
@@ -325,7 +327,8 @@ def test_the_blind_twin_is_the_gates_second_baseline(blind_gqa, passes) -> None:
 
 def test_gated_table_files() -> None:
     results, preds, fit = _evidence()
-    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=300)
+    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=300,
+                               pruned="cdpruner")
     parsed = {(r["source"], r["method"]): r for r in csv.DictReader(io.StringIO(table2.to_csv(rows, ["gqa", "vstar"])))}
     cdp = parsed[("ours", "cdpruner")]
     assert float(cdp["avg_retain_lo"]) < float(cdp["avg_retain"]) < float(cdp["avg_retain_hi"])
@@ -343,7 +346,8 @@ def test_gated_table_files() -> None:
 
 def test_no_benchmark_passing_the_gate_leaves_the_average_undefined() -> None:
     results, preds, fit = _evidence(full_like_qo=True)  # full tokens answer like the blind guesser
-    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=200)
+    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=200,
+                               pruned="cdpruner")
     ours = [r for r in rows if r["source"] == "ours"]
     assert all(math.isnan(r["avg_retain"].mean) and r["avg_retain_ci"] is None for r in ours)
     assert any("no benchmark passed the gate: the average retain ratio is n/a" in n for n in notes)
@@ -356,13 +360,13 @@ def test_no_benchmark_passing_the_gate_leaves_the_average_undefined() -> None:
 
 def test_without_fit_records_the_baseline_is_cross_fitted() -> None:
     results, preds, _ = _evidence()
-    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, n_boot=200)
+    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, n_boot=200, pruned="cdpruner")
     assert any("gqa: 5-fold cross-fit on the scored records" in n for n in notes)
     qo = next(r for r in rows if r["source"] == "baseline")
     # cross-fitted on the scored items themselves (answers w0..w7 equally often): 1 in 8 at most
     assert qo["bench"]["gqa"].mean <= 100 / 8 + 1e-9
     # without predictions the table is the plain one (ablation tables, studies, Figure 1 right)
-    plain, _ = table2.build(results, "bb", ["gqa", "vstar"])
+    plain, _ = table2.build(results, "bb", ["gqa", "vstar"], pruned="cdpruner")
     assert [r["source"] for r in plain if r["source"] != "paper"] == ["ours"] * 4
     assert next(r for r in plain if r["method"] == "cdpruner")["retain_over"] == ["gqa", "vstar"]
 
@@ -506,3 +510,42 @@ def test_the_guesser_is_chosen_out_of_sample_and_cross_fitted_without_fit_record
     # an empty fit set: nothing to choose on, the prior's fallbacks answer ('yes')
     rows, how = gates.question_only(scored, "mme", [])
     assert how == "0 records of another seed" and {r["prediction"] for r in rows} == {"yes"}
+
+
+def _profile(tmp_path: Path, base: str = "smoke", **training) -> Path:
+    """config/<base>.yaml with its MLflow store under tmp_path and ``training`` changed."""
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "config" / f"{base}.yaml").read_text())
+    cfg["training"].update(training)
+    cfg["out_root"] = str(tmp_path / "run")
+    cfg["mlflow"] = {"tracking_uri": f"sqlite:///{tmp_path / 'mlruns.db'}", "experiment": "t",
+                     "artifact_root": str(tmp_path / "art")}
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_table2_of_a_profile_training_with_divprune_pairs_its_rows_with_divprune(tmp_path, monkeypatch) -> None:
+    """The untrained student Table 2 pairs LT-OPD (and every method) with is training.selector's
+    row, not CDPruner's (ltopd.grid.reduction_defaults)."""
+    from ltopd.cli import main
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
+    scores = {"full": (80.0, 60.0), "cdpruner": (20.0, 10.0), "divprune": (40.0, 30.0), "ltopd": (50.0, 45.0)}
+    files = []
+    for method, per_seed in scores.items():
+        for seed, score in enumerate(per_seed):
+            for bench in ("vstar", "pope"):
+                f = tmp_path / "eval" / method / bench / f"seed{seed}" / "metrics.json"
+                f.parent.mkdir(parents=True)
+                f.write_text(json.dumps({"backbone": "qwen35-tiny", "method": method, "benchmark": bench,
+                                         "budget": 1.0 if method == "full" else 0.05, "seed": seed, "score": score}))
+                files.append(str(f))
+    md = tmp_path / "t2.md"
+    assert main(["table", "--table", "table2", "--config", str(_profile(tmp_path, selector="divprune")),
+                 "--results", *files, "--out", str(tmp_path / "t2.csv"), "--markdown", str(md)]) == 0
+    text = md.read_text()
+    # LT-OPD - DivPrune: 50 - 40 at seed 0, 45 - 30 at seed 1 -> +12.5 on each benchmark
+    assert "LT-OPD - DivPrune at 5%, paired by seed (seeds [0, 1]" in text and "V*Bench +12.5" in text
+    assert "CDPruner - DivPrune at 5%" in text and "- CDPruner at" not in text

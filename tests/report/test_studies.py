@@ -28,7 +28,7 @@ def _r(bb: str, method: str, budget: float, bench: str, seed: int, score: float)
 
 def _cfg(**studies_section) -> dict:
     return {"profile": "test", "grid": {"backbones": ["b1"], "benchmarks": ["x", "y"], "budgets": [0.1, 0.05]},
-            "seeds": [0, 1], "studies": studies_section}
+            "seeds": [0, 1], "studies": studies_section, "training": {"selector": "cdpruner"}}
 
 
 # -- Figure 4 -----------------------------------------------------------------------------------
@@ -181,11 +181,11 @@ def test_flops_vs_retain_matches_brute_force_and_table5() -> None:
     arch = TextArch.from_file(QWEN4B)
     n_text, n_visual, floor = studies.protocol_tokens(arch)
     assert floor == 32 and n_text + n_visual == pytest.approx(
-        next(r for r in table5.analytic_rows(arch) if r["method"] == "full")["prefill_tokens"])
+        next(r for r in table5.analytic_rows(arch, "cdpruner") if r["method"] == "full")["prefill_tokens"])
     t2, _ = table2.build([
         _r("bb", "full", 1.0, "x", 0, 80), _r("bb", "cdpruner", 0.05, "x", 0, 40),
         _r("bb", "cdpruner", 0.1, "x", 0, 60), _r("bb", "epic", 0.05, "x", 0, 70),
-        _r("bb", "blind", 1.0, "x", 0, 20)], "bb", ["x"])
+        _r("bb", "blind", 1.0, "x", 0, 20)], "bb", ["x"], pruned="cdpruner")
     rows = studies.flops_vs_retain(t2, arch, floor, n_visual, n_text)
     ours = {(r["method"], r["budget"]): r for r in rows if r["source"] == "ours"}
     assert ("blind", 1.0) not in ours  # no image tokens: a baseline, not a point of the trade
@@ -197,7 +197,7 @@ def test_flops_vs_retain_matches_brute_force_and_table5() -> None:
         assert r["kept_tokens"] == kept
         assert r["flops_ratio"] == pytest.approx(_brute_force_flops(n_text + kept) / full, rel=1e-12)
     assert ours[("cdpruner", 0.05)]["avg_retain"] == 50.0 and ours[("cdpruner", 0.1)]["avg_retain"] == 75.0
-    ana = next(r for r in table5.analytic_rows(arch) if r["method"] == "ltopd")
+    ana = next(r for r in table5.analytic_rows(arch, "cdpruner") if r["method"] == "ltopd")
     assert ours[("cdpruner", 0.05)]["flops_ratio"] == pytest.approx(ana["flops_ratio"], rel=1e-12)
     assert ours[("cdpruner", 0.05)]["flops_ratio"] == pytest.approx(0.146, abs=0.002)  # the paper's 0.146x
     # our EPIC prunes before the LM: the same ratio as every method at 5%, with a note saying so
@@ -214,7 +214,7 @@ def test_flops_figure_written(tmp_path) -> None:
     arch = TextArch.from_file(QWEN4B)
     n_text, n_visual, floor = studies.protocol_tokens(arch)
     t2, _ = table2.build([_r("bb", m, b, "x", s, v) for m, b, v in (("full", 1.0, 80), ("cdpruner", 0.05, 40))
-                          for s in (0, 1)], "bb", ["x"])
+                          for s in (0, 1)], "bb", ["x"], pruned="cdpruner")
     rows = studies.flops_vs_retain(t2, arch, floor, n_visual, n_text)
     figures.flops_retain_scatter(rows, tmp_path / "f1.png", "Figure 1 right", "a note")
     assert (tmp_path / "f1.png").read_bytes()[:8] == PNG
@@ -256,7 +256,7 @@ def test_cli_study_figure4_figure1(tmp_path, mlflow_env, capsys) -> None:
     spec = {"profile": "test", "grid": {"backbones": ["b1"], "benchmarks": ["x", "y"], "budgets": [0.1, 0.05]},
             "seeds": [0], "studies": {"table3": {"backbones": ["b1", "b2"]},
                                       "figure4": {"benchmarks": ["a", "b", "c"]}},
-            "efficiency": {"analytic_config": str(QWEN4B)}}
+            "efficiency": {"analytic_config": str(QWEN4B)}, "training": {"selector": "cdpruner"}}
     files = _write_metrics(tmp_path / "t3", _two_backbones())
     out, md = tmp_path / "res" / "table3.csv", tmp_path / "res" / "table3.md"
     args = _parse(["study", "--study", "table3", "--spec", json.dumps(spec), "--results", *files,
@@ -290,3 +290,34 @@ def test_cli_study_figure4_figure1(tmp_path, mlflow_env, capsys) -> None:
     assert float(pts[("ours", "ltopd", "0.05")]["flops_ratio"]) == pytest.approx(0.1471, abs=1e-4)
     assert pts[("ours", "ltopd", "0.05")]["avg_retain"] == "87.50"
     assert pts[("paper", "epic", "0.05")]["flops_ratio"] == "0.2000" and png.stat().st_size > 0
+
+
+def test_figure4_and_the_studies_of_a_profile_training_with_divprune_compare_against_divprune(
+        tmp_path, mlflow_env) -> None:
+    """S_pruned (Figure 4) and the studies' untrained-student row are training.selector's
+    evaluations: DivPrune's here, CDPruner's only where the profile trains with CDPruner."""
+    import yaml
+
+    from ltopd.cli import main
+
+    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
+    cfg["training"]["selector"] = "divprune"
+    cfg["mlflow"] = {"tracking_uri": f"sqlite:///{tmp_path / 'mlruns.db'}", "experiment": "t",
+                     "artifact_root": str(tmp_path / "art")}
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(yaml.safe_dump(cfg))
+    # vstar, seed 0: recovery 100 (50 - 40) / (60 - 40) = 50 against DivPrune (75 against CDPruner)
+    res = [_r("qwen35-tiny", m, b, bench, 0, s) for m, b, s in (
+        ("full", 1.0, 60), ("cdpruner", 0.05, 20), ("divprune", 0.05, 40), ("ltopd", 0.05, 50))
+        for bench in ("vstar", "pope")]
+    files = _write_metrics(tmp_path / "m", res)
+    out = tmp_path / "figure4.csv"
+    assert main(["figure4", "--config", str(profile), "--results", *files, "--out", str(out),
+                 "--figure", str(tmp_path / "figure4.png")]) == 0
+    rec = {(r["method"], r["benchmark"]): r for r in csv.DictReader(out.open())}
+    assert (rec[("ltopd", "vstar")]["s_pruned"], rec[("ltopd", "vstar")]["recovery"]) == ("40.00", "50.00")
+    out = tmp_path / "table6.csv"
+    assert main(["study", "--study", "table6", "--config", str(profile), "--results", *files, "--out", str(out),
+                 "--markdown", str(tmp_path / "table6.md")]) == 0
+    assert [r["method"] for r in csv.DictReader(out.open()) if r["source"] == "ours"] == ["full", "divprune", "ltopd"]
+    assert "DivPrune" in (tmp_path / "table6.md").read_text()

@@ -8,6 +8,8 @@ import pytest
 
 from ltopd.train.curriculum import keep_ratio, kept_tokens, scaled_boundaries, schedule
 
+BETA, FLOOR = 0.05, 32  # the paper's target budget and token floor (a profile gives its own)
+
 
 def _authors_table(c: int) -> float:
     # implementation-facts.md: 25% for c = 0..13; 5% + 10% (1 + cos(pi (c - 13) / 87)) for
@@ -20,7 +22,7 @@ def _authors_table(c: int) -> float:
 
 
 def test_paper_schedule_matches_authors_table_entry_by_entry():
-    got = schedule(175)
+    got = schedule(175, beta=BETA)
     assert len(got) == 175
     for c in range(175):
         assert got[c] == pytest.approx(_authors_table(c), abs=1e-12), c
@@ -38,7 +40,7 @@ def _check_three_stages(values: list[float], warm: int, end: int, high: float, l
 @pytest.mark.parametrize("total", [175, 40, 20, 12])
 def test_schedule_has_three_stages(total):
     warm, end = scaled_boundaries(total)
-    values = schedule(total)
+    values = schedule(total, beta=BETA)
     print(f"\ntotal={total} warm={warm} decay_end={end}:", " ".join(f"{v:.3f}" for v in values))
     _check_three_stages(values, warm, end, 0.25, 0.05)
 
@@ -57,11 +59,11 @@ def test_scaled_boundaries_rounding():
 
 
 def test_no_curriculum_is_constant_beta():
-    assert schedule(30, curriculum=False) == [0.05] * 30
+    assert schedule(30, beta=BETA, curriculum=False) == [0.05] * 30
 
 
 def test_no_plateau_reaches_beta_only_at_last_step():
-    values = schedule(175, plateau=False)
+    values = schedule(175, beta=BETA, plateau=False)
     assert values[:14] == [pytest.approx(0.25)] * 14
     assert values[-1] == pytest.approx(0.05)
     assert all(v > 0.05 + 1e-6 for v in values[14:-1])
@@ -72,14 +74,17 @@ def test_no_plateau_reaches_beta_only_at_last_step():
 
 def test_custom_alpha_beta_and_past_end():
     assert keep_ratio(0, 100, alpha=1.0, beta=0.1) == pytest.approx(0.3)
-    assert keep_ratio(500, 175) == pytest.approx(0.05)
+    assert keep_ratio(500, 175, beta=BETA) == pytest.approx(0.05)
     with pytest.raises(ValueError):
-        keep_ratio(-1, 175)
+        keep_ratio(-1, 175, beta=BETA)
+    with pytest.raises(TypeError, match="beta"):  # the target budget is the profile's: no default
+        keep_ratio(0, 175)
 
 
 def test_kept_tokens_floor_ceil_cap():
-    assert kept_tokens(1000, 0.05) == 50
-    assert kept_tokens(100, 0.07) == 32  # floor of 32
-    assert kept_tokens(1000, 0.07) == 70  # no float-noise extra token
-    assert kept_tokens(1001, 0.05) == 51  # ceil
-    assert kept_tokens(20, 0.05) == 20  # never more than N
+    assert kept_tokens(1000, 0.05, FLOOR) == 50
+    assert kept_tokens(100, 0.07, FLOOR) == 32  # floor of 32
+    assert kept_tokens(1000, 0.07, FLOOR) == 70  # no float-noise extra token
+    assert kept_tokens(1001, 0.05, FLOOR) == 51  # ceil
+    assert kept_tokens(20, 0.05, FLOOR) == 20  # never more than N
+    assert kept_tokens(100, 0.05, 1) == 5  # the default and smoke profiles' floor of 1

@@ -79,7 +79,7 @@ def test_student_features_backward_equals_backprop_through_every_row(tok, record
 
 @pytest.mark.parametrize("method", ["ltopd", "kd_fixed_prefix"])
 def test_an_update_shares_one_pass_per_model_and_equals_the_unshared_update(tok, records, method) -> None:
-    cfg = TrainConfig(budget=0.25, floor=1, rollouts=3, max_new_tokens=5, top_k=20,
+    cfg = TrainConfig(budget=0.25, selector="cdpruner", floor=1, rollouts=3, max_new_tokens=5, top_k=20,
                       lrs={"lm": 1e-3, "merger": 1e-3, "vision": 1e-3}, student_microbatch=4, seed=3)
 
     def update(share: bool):  # share=False: every pass runs its own tower (the path before sharing)

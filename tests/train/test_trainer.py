@@ -118,7 +118,7 @@ def test_every_trained_method_has_a_trainer_and_bad_specs_fail() -> None:
         method_spec("mqt_llava")
 
 
-CFG = TrainConfig(budget=0.25, floor=1, rollouts=2, max_new_tokens=5, top_k=8, warmup_steps=2,
+CFG = TrainConfig(budget=0.25, selector="cdpruner", floor=1, rollouts=2, max_new_tokens=5, top_k=8, warmup_steps=2,
                   lrs={"lm": 1e-3, "merger": 1e-3, "vision": 2e-4}, checkpoint_every=2, seed=3)
 
 
@@ -139,6 +139,9 @@ def test_resumed_run_ends_with_the_same_weights(tok, records, tmp_path, name) ->
     resumed = make_trainer(backbone(tok), method_spec(name), CFG, total_steps=4)
     rest = resumed.fit(batches, tmp_path / "b")
     assert [log.step for log in rest] == [3, 4]
+    # the checkpoint carries the earlier updates' logs: a resumed run reports the whole curve
+    assert [(log.step, log.metrics["loss"]) for log in resumed.history] == \
+        [(log.step, log.metrics["loss"]) for log in full.history]
     a, b = _weights(full), _weights(resumed)
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert any(not torch.equal(a[k], _weights(make_trainer(backbone(tok), method_spec(name), CFG, 4))[k]) for k in a)

@@ -7,7 +7,7 @@ if grid.twins(config):
 
     rule tokenizer:
         input:
-            code=job_code("data_jobs", "models", "data/world"),
+            code=job_code("data_jobs"),
         output:
             directory(PATHS["tokenizer"]),
         params:
@@ -25,7 +25,7 @@ if grid.twins(config):
     rule pretrain_twin:
         input:
             tokenizer=PATHS["tokenizer"],
-            code=job_code("twin_jobs", "models", "data/world", "selectors"),
+            code=job_code("twin_jobs"),
         output:
             model=directory(PATHS["twin"]),
             metrics=PATHS["twin_metrics"],

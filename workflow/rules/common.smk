@@ -7,18 +7,25 @@ from pathlib import Path
 
 from ltopd import config as ltopd_config
 from ltopd import catalog, grid, tracking
+from ltopd.pipeline import watchdog
 
 
 PATHS = grid.paths(config)
 
 
 def check_releases():
-    """Say, before any job, which released twins are missing (the run would rebuild them: hours)
-    or were built by other code, libraries or recipe than the current ones."""
-    from ltopd.models.release import REBUILD, ReleaseError, staleness
+    """Before any job: stop when a released twin's weights do not match its manifest (one line
+    naming the file); say which releases are missing (the run would rebuild them: hours) or were
+    built by other code, libraries or recipe than the current ones."""
+    from ltopd.models.release import MANIFEST, REBUILD, ReleaseError, staleness, verify_weights
 
     for name in grid.released(config):
         folder = PATHS["release"].format(backbone=name)
+        if Path(folder, MANIFEST).is_file():
+            try:
+                verify_weights(folder)
+            except ReleaseError as e:
+                sys.exit(f"error: {e}")
         try:
             changes = staleness(folder, config, name)
         except ReleaseError as e:
@@ -33,6 +40,7 @@ check_releases()
 OUT = config["out_root"]
 MLFLOW = tracking.Settings.from_config(config)
 MLFLOW.export()  # jobs read MLflow settings from the environment, not from params
+watchdog.export()  # jobs stop once this Snakemake process is gone (a kill -9 leaves no stray job)
 
 
 def all_targets():
@@ -63,7 +71,7 @@ def eval_group_spec(backbone, method):
     the benchmarks it answers evidence-first (asked with their instruction)."""
     extra = {}
     if catalog.METHODS[method].kind == "trained":
-        extra["training"] = {"selector": grid.train_selector(config)}
+        extra["training"] = {"selector": grid.reduction_defaults(config).selector}
     if config["backbones"][backbone].get("evidence"):
         extra["evidence"] = config["backbones"][backbone]["evidence"]
     return spec("reduction", evaluation={"batch_size": config["evaluation"]["batch_size"]}, **extra)
@@ -111,17 +119,11 @@ def eval_release_weights(backbone, method):
     return "" if catalog.METHODS[method].kind == "trained" else release_weights(backbone)
 
 
-def code(*packages):
-    """Library sources a job depends on (Snakemake's code trigger sees only the shell command)."""
-    return sorted(str(p) for pkg in packages for p in Path("src/ltopd", pkg).rglob("*.py"))
-
-
-def job_code(job, *packages):
-    """A rule's code inputs: the job module it runs (ltopd.pipeline.<job>), the helpers every job
-    shares, and the library packages the job uses; not the CLI's dispatch, so editing one job
-    reruns only its own rule's jobs."""
-    shared = ["src/ltopd/pipeline/spec.py", "src/ltopd/catalog.py"]
-    return code(*packages) + [f"src/ltopd/pipeline/{job}.py"] + shared
+def job_code(job):
+    """A rule's code inputs: every source file its job module (ltopd.pipeline.<job>) can run,
+    from the import graph (ltopd.codegraph: Snakemake's code trigger sees only the shell
+    command); not the CLI's dispatch, so editing one job reruns only its own rule's jobs."""
+    return grid.job_code(job, workflow.basedir)
 
 
 def bench_spec(wildcards):

@@ -3,7 +3,7 @@
 
 rule lt14k:
     input:
-        code=job_code("data_jobs", "data"),
+        code=job_code("data_jobs"),
     output:
         dataset=directory(PATHS["lt14k"]),
         metrics=PATHS["lt14k_metrics"],

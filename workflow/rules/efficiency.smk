@@ -5,21 +5,22 @@ from ltopd.pipeline.efficiency_jobs import settings as efficiency_settings
 
 EFFICIENCY = efficiency_settings(config)
 EFFICIENCY_BACKBONES = grid.efficiency_backbones(config)
+REDUCTION = grid.reduction_defaults(config)  # the students' selector (LT-OPD's rows) and the target budget
 
 
 rule efficiency:
     input:
         model=base_model,
         records=PATHS["bench"].format(benchmark=EFFICIENCY["benchmark"], seed=config["seeds"][0]),
-        code=job_code("efficiency_jobs", "efficiency", "models", "selectors"),
+        code=job_code("efficiency_jobs"),
     output:
         PATHS["efficiency"],
     params:
         model=model_arg(base_model_path),
         weights=base_release_weights,
         spec=spec("reduction", efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"},
-                  training={"selector": grid.train_selector(config) or "cdpruner"}),
-        budget=grid.target_budget(config),
+                  training={"selector": REDUCTION.selector}),
+        budget=REDUCTION.budget,
         seed=config["seeds"][0],
         torch_threads=EFFICIENCY["torch_threads"],
     wildcard_constraints:
@@ -43,12 +44,13 @@ rule table5:
     input:
         measurements=expand(PATHS["efficiency"], backbone=EFFICIENCY_BACKBONES),
         analytic=EFFICIENCY["analytic_config"],
-        code=job_code("efficiency_jobs", "efficiency", "report"),
+        code=job_code("efficiency_jobs"),
     output:
         csv=PATHS["table5"],
         md=PATHS["table5_md"],
     params:
-        spec=spec(efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"}),
+        spec=spec(efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"},
+                  training={"selector": REDUCTION.selector}),
     log:
         f"{PATHS['logs']}/table5.log",
     conda:

@@ -5,7 +5,7 @@
 rule bench_records:
     input:
         source=bench_source,
-        code=job_code("data_jobs", "bench", "data"),
+        code=job_code("data_jobs"),
     output:
         directory(PATHS["bench"]),
     params:
@@ -36,7 +36,7 @@ for (_bb, _method, _seed), _jobs in grid.eval_groups(config).items():
         input:
             model=eval_model_input(_bb, _method, _seed),
             records=sorted({PATHS["bench"].format(benchmark=j.benchmark, seed=_seed) for j in _jobs}),
-            code=job_code("evaluate", "bench", "models", "selectors"),
+            code=job_code("evaluate"),
         output:
             metrics=[eval_path("eval_metrics", j) for j in _jobs],
             predictions=[eval_path("eval_predictions", j) for j in _jobs],

@@ -1,5 +1,9 @@
 # Tables and figures from the evaluation metrics, each with the paper's reported numbers beside ours.
 
+# The students' selector (training.selector): the untrained student's row that Table 2 pairs the
+# methods with and the studies and Figure 4 compare against.
+TRAINING_SELECTOR = {"selector": grid.reduction_defaults(config).selector}
+
 
 # Table 2 also reads each evaluation's per-item predictions (the paired bootstrap behind its gates
 # and intervals) and, per synthetic benchmark and seed, the records of the fit seed its
@@ -10,14 +14,14 @@ rule table2:
         results=grid.table2_inputs(config),
         predictions=grid.table2_inputs(config, key="eval_predictions"),
         fit=list(FIT_RECORDS.values()),
-        code=job_code("table_jobs", "report", "bench"),
+        code=job_code("table_jobs"),
     output:
         csv=PATHS["table2"],
         md=PATHS["table2_md"],
         json=PATHS["table2_json"],
         figure=PATHS["table2_fig"],
     params:
-        spec=spec("grid", "seeds"),
+        spec=spec("grid", "seeds", training=TRAINING_SELECTOR),
         fit=FIT_RECORDS_ARG,
     log:
         f"{PATHS['logs']}/table2.log",
@@ -36,12 +40,12 @@ rule ablation_table:
         results=ablation_inputs,
         predictions=ablation_predictions,
         fit=list(FIT_RECORDS.values()),
-        code=job_code("table_jobs", "report", "bench"),
+        code=job_code("table_jobs"),
     output:
         csv=PATHS["table"],
         md=PATHS["table_md"],
     params:
-        spec=spec("grid", "seeds"),
+        spec=spec("grid", "seeds", training=TRAINING_SELECTOR),
         fit=FIT_RECORDS_ARG,
     wildcard_constraints:
         table="|".join(catalog.tables_of_kind("ablation")),
@@ -60,12 +64,12 @@ rule ablation_table:
 rule study_table:
     input:
         results=study_inputs,
-        code=job_code("study_jobs", "report"),
+        code=job_code("study_jobs"),
     output:
         csv=PATHS["table"],
         md=PATHS["table_md"],
     params:
-        spec=spec("grid", "seeds", studies=config.get("studies") or {}),
+        spec=spec("grid", "seeds", studies=config.get("studies") or {}, training=TRAINING_SELECTOR),
     wildcard_constraints:
         table="|".join(t for t in catalog.tables_of_kind("study") if not catalog.TABLES[t].is_figure),
     log:
@@ -80,12 +84,12 @@ rule study_table:
 rule figure4:
     input:
         results=grid.study_inputs(config, "figure4") if "figure4" in grid.studies(config) else [],
-        code=job_code("study_jobs", "report"),
+        code=job_code("study_jobs"),
     output:
         csv=PATHS["table"].format(table="figure4"),
         figure=PATHS["figure"].format(figure="figure4"),
     params:
-        spec=spec("grid", "seeds", studies=config.get("studies") or {}),
+        spec=spec("grid", "seeds", studies=config.get("studies") or {}, training=TRAINING_SELECTOR),
     log:
         f"{PATHS['logs']}/figure4.log",
     benchmark:
@@ -106,7 +110,7 @@ if config.get("efficiency"):
         input:
             results=grid.table2_inputs(config),
             arch=config["efficiency"]["analytic_config"],
-            code=job_code("study_jobs", "report", "efficiency"),
+            code=job_code("study_jobs"),
         output:
             csv=PATHS["table"].format(table="figure1_right"),
             figure=PATHS["figure"].format(figure="figure1_right"),

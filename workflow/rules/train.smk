@@ -7,7 +7,7 @@ rule train:
     input:
         model=base_model,
         data=PATHS["lt14k"],
-        code=job_code("train_job", "train", "models", "selectors"),
+        code=job_code("train_job"),
     output:
         model=directory(PATHS["student"]),
         metrics=PATHS["train_metrics"],
@@ -15,7 +15,7 @@ rule train:
         model=model_arg(base_model_path),
         weights=base_release_weights,
         spec=train_spec,
-        budget=grid.target_budget(config),
+        budget=grid.reduction_defaults(config).budget,
         checkpoints=lambda wc: PATHS["checkpoints"].format(**wc),
         launch=train_launcher,
     wildcard_constraints:

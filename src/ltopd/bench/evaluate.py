@@ -14,7 +14,6 @@ from typing import Any
 
 from ltopd.bench.scoring import check_predictions, score
 from ltopd.bench.suites import SUITES
-from ltopd.catalog import DEFAULT_FLOOR
 from ltopd.models.backbone import Backbone
 from ltopd.models.inference import Setting, predict_settings
 
@@ -29,8 +28,8 @@ def clean(generated: str) -> str:
     return generated.split(END_OF_TURN, 1)[0]
 
 
-def evaluate(backbone: Backbone, records: Sequence[dict[str, Any]], benchmark: str, ratio: float = 1.0,
-             selector: str = "cdpruner", floor: int = DEFAULT_FLOOR, batch_size: int = 32, seed: int = 0,
+def evaluate(backbone: Backbone, records: Sequence[dict[str, Any]], benchmark: str, ratio: float,
+             selector: str | None, floor: int, batch_size: int = 32, seed: int = 0,
              progress: bool = True) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """(prediction rows, metrics). ``ratio`` 1 keeps every visual token; below 1, ``selector``
     keeps ``max(floor, ceil(N * ratio))`` of each image's N tokens."""
@@ -38,7 +37,7 @@ def evaluate(backbone: Backbone, records: Sequence[dict[str, Any]], benchmark: s
 
 
 def evaluate_settings(backbone: Backbone, records: Sequence[dict[str, Any]], benchmark: str,
-                      settings: Sequence[Setting], floor: int = DEFAULT_FLOOR, batch_size: int = 32, seed: int = 0,
+                      settings: Sequence[Setting], floor: int, batch_size: int = 32, seed: int = 0,
                       progress: bool = True) -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
     """`evaluate` for several (ratio, selector) settings from one vision pass per batch
     (ltopd.models.inference.predict_settings): the same rows as evaluating each alone. Each

@@ -40,8 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ltopd.catalog import DEFAULT_FLOOR
-
 MB = 1e6
 TFLOP = 1e12
 DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2, "float64": 8}
@@ -249,7 +247,7 @@ class ProtocolTokens:
         return self.text + (self.visual if kept is None else kept)
 
 
-def tokens_from_kv(arch: TextArch, kv_full_mb: float, kv_reduced_mb: float, ratio: float, floor: int = DEFAULT_FLOOR,
+def tokens_from_kv(arch: TextArch, kv_full_mb: float, kv_reduced_mb: float, ratio: float, floor: int,
                    bytes_per_element: int = 2) -> tuple[ProtocolTokens, int]:
     """Invert the KV formula: the (text, visual) token means and the kept count that give the
     reported full and reduced KV sizes (the paper does not state its token counts).

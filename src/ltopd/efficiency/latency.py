@@ -31,7 +31,6 @@ import torch
 from torch import Tensor
 from transformers import LogitsProcessor, LogitsProcessorList
 
-from ltopd.catalog import DEFAULT_FLOOR
 from ltopd.models.backbone import Backbone, EncodedBatch
 from ltopd.models.hook import Selection, choose, reduced_forward, reduced_generate
 from ltopd.selectors import requirements
@@ -61,11 +60,12 @@ class Protocol:
 
 @dataclass(frozen=True)
 class Method:
-    """A row of Table 5: a name, the kept fraction and the selector that keeps it."""
+    """A row of Table 5: a name, the kept fraction and the selector that keeps it (unused at ratio
+    1; ltopd.pipeline.efficiency_jobs.methods gives each row the profile's)."""
 
     name: str
     ratio: float
-    selector: str = "cdpruner"
+    selector: str | None
 
 
 def _meta(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -263,7 +263,7 @@ def _mean(xs: Sequence[float]) -> float:
 
 
 def measure(backbone: Backbone, records: Sequence[Mapping[str, Any]], methods: Sequence[Method],
-            protocol: Protocol = Protocol(), floor: int = DEFAULT_FLOOR, seed: int = 0, profile_flops: bool = True,
+            protocol: Protocol = Protocol(), *, floor: int, seed: int = 0, profile_flops: bool = True,
             progress: Any = None) -> list[MethodResult]:
     """Run the protocol for every method on the qualifying questions of ``records``."""
     backbone.model.eval()

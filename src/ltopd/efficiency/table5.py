@@ -19,19 +19,34 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ltopd.efficiency.analytic import MB, TFLOP, TextArch, kv_cache, prefill_flops, tokens_from_kv
+from ltopd.catalog import METHODS
+from ltopd.efficiency.analytic import MB, TFLOP, ProtocolTokens, TextArch, kv_cache, prefill_flops, tokens_from_kv
 from ltopd.report.reported import paper_numbers
 
 COLUMNS = ("source", "backbone", "method", "budget", "text_tokens", "visual_tokens", "kept_tokens",
            "prefill_tokens", "kv_cache_mb", "kv_change_pct", "linear_state_mb", "prefill_tflops",
            "flops_ratio", "profiler_tflops", "latency_ms", "latency_sd_ms", "speedup", "questions", "note")
 
-# Table 5's rows as the paper names them -> how each prunes: (selector, LM layer it prunes before).
-ANALYTIC_METHODS = {"full": None, "ltopd": ("cdpruner", 0), "hiprune": ("hiprune", 0), "epic": ("dart", 2)}
-
-
 def paper_table5() -> dict[str, Any]:
     return paper_numbers()["table5"]
+
+
+def analytic_methods(selector: str) -> dict[str, tuple[str, int] | None]:
+    """Table 5's rows as the paper names them -> how each prunes: (selector, LM layer it prunes
+    before), None for full tokens. A training-free method prunes with itself, a trained one with
+    ``selector`` (the students': the profile's training.selector), before the LM, unless the
+    paper's table5.pruning says otherwise (EPIC: DART at layer 2)."""
+    t5 = paper_table5()
+    out: dict[str, tuple[str, int] | None] = {}
+    for r in t5["rows"]:
+        name = r["method"]
+        if METHODS[name].kind == "reference":
+            out[name] = None
+            continue
+        how = t5.get("pruning", {}).get(name, {})
+        own = name if METHODS[name].kind == "selector" else selector
+        out[name] = (how.get("selector", own), int(how.get("layer", 0)))
+    return out
 
 
 def paper_rows() -> list[dict[str, Any]]:
@@ -51,32 +66,44 @@ def paper_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def analytic_rows(arch: TextArch, budget: float | None = None, floor: int | None = None) -> list[dict[str, Any]]:
-    """Qwen3.5-4B computed from its config. The paper gives no token counts, so the mean text
-    and visual tokens are solved from its two KV figures (analytic.tokens_from_kv); the FLOPs
-    then follow independently of the paper's FLOPs figures (BF16 KV, lm_head on the last
-    position, causal attention)."""
+def protocol_tokens(arch: TextArch, budget: float | None = None,
+                    floor: int | None = None) -> tuple[ProtocolTokens, int, float, int]:
+    """(mean tokens, kept visual tokens, budget, floor) of the paper's protocol on ``arch``: the
+    paper gives no token counts, so the means are solved from its two KV figures
+    (analytic.tokens_from_kv); ``budget`` and ``floor`` default to the protocol's (the setting
+    those figures were measured at)."""
     t5 = paper_table5()
     proto = t5["protocol"]
     budget = proto["budget"] if budget is None else budget
     floor = proto["floor"] if floor is None else floor
     kv_rows = {r["method"]: r["kv_cache_mb"] for r in t5["rows"] if "kv_cache_mb" in r}
     tokens, kept = tokens_from_kv(arch, kv_rows["full"], kv_rows["ltopd"], budget, floor)
+    return tokens, kept, budget, floor
+
+
+def analytic_rows(arch: TextArch, selector: str, budget: float | None = None,
+                  floor: int | None = None) -> list[dict[str, Any]]:
+    """Qwen3.5-4B computed from its config. The paper gives no token counts, so the mean text
+    and visual tokens are solved from its two KV figures (analytic.tokens_from_kv); the FLOPs
+    then follow independently of the paper's FLOPs figures (BF16 KV, lm_head on the last
+    position, causal attention). ``selector``: the students' (analytic_methods); ``budget`` and
+    ``floor`` default to the paper's protocol (the setting its KV figures were measured at)."""
+    tokens, kept, budget, floor = protocol_tokens(arch, budget, floor)
     full_tokens, reduced_tokens = tokens.total(), tokens.total(kept)
     kv_full = kv_cache(arch, full_tokens)
     flops_full = prefill_flops(arch, full_tokens)
     rows = []
-    for method, how in ANALYTIC_METHODS.items():
+    for method, how in analytic_methods(selector).items():
         if how is None:
             kv, flops, b, k, note = kv_full, flops_full, 1.0, tokens.visual, "all visual tokens"
         else:
-            selector, layer = how
+            pruner, layer = how
             # Pruning inside the LM: layers before `layer` are linear attention in Qwen3.5 (no KV),
             # so the KV is the reduced one either way; only the FLOPs see the full prefix.
             kv = kv_cache(arch, reduced_tokens)
             flops = prefill_flops(arch, full_tokens, reduced_tokens=reduced_tokens, prune_layer=layer)
             b, k = budget, kept
-            note = f"{selector}, pruned before LM layer {layer}" if layer else f"{selector}, pruned before the LM"
+            note = f"{pruner}, pruned before LM layer {layer}" if layer else f"{pruner}, pruned before the LM"
         rows.append({
             "source": "analytic", "backbone": arch.name or "Qwen3.5-4B", "method": method, "budget": b,
             "text_tokens": tokens.text, "visual_tokens": tokens.visual, "kept_tokens": k,
@@ -111,8 +138,10 @@ def measured_rows(measurement: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def build(arch: TextArch, measurements: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    rows = paper_rows() + analytic_rows(arch)
+def build(arch: TextArch, measurements: Sequence[Mapping[str, Any]], selector: str) -> list[dict[str, Any]]:
+    """The paper's rows, the analytic ones (LT-OPD's with ``selector``, the profile's
+    training.selector) and ours from ``measurements``."""
+    rows = paper_rows() + analytic_rows(arch, selector)
     for m in measurements:
         rows += measured_rows(m)
     return [{c: row.get(c) for c in COLUMNS} for row in rows]

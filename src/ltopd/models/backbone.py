@@ -13,7 +13,6 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
-from ltopd.catalog import DEFAULT_FLOOR
 from ltopd.models.glm46v import Glm46VOps
 from ltopd.models.hook import (
     IGNORE_INDEX,
@@ -179,7 +178,7 @@ class Backbone:
         return fields
 
     def select(
-        self, batch: EncodedBatch, ratio: float, selector: SelectorLike, floor: int = DEFAULT_FLOOR, seed: int = 0,
+        self, batch: EncodedBatch, ratio: float, selector: SelectorLike, floor: int, seed: int = 0,
         features: Sequence[Tensor] | None = None,
     ) -> Selection:
         """Choose the kept visual tokens per image at keep `ratio` (ratio 1 keeps all); `features`

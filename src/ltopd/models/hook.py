@@ -19,7 +19,6 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor
 
-from ltopd.catalog import DEFAULT_FLOOR
 from ltopd.selectors import SelectionInputs, keep_count, select
 
 IGNORE_INDEX = -100
@@ -82,7 +81,7 @@ class Selection:
 
 
 def choose(
-    inputs: Sequence[SelectionInputs], ratio: float, selector: SelectorLike, floor: int = DEFAULT_FLOOR
+    inputs: Sequence[SelectionInputs], ratio: float, selector: SelectorLike, floor: int
 ) -> Selection:
     """Run `selector` on each image with budget keep_count(N, ratio, floor)."""
     ratio = check_ratio(ratio)

@@ -8,19 +8,18 @@ from typing import Any
 
 import torch
 
-from ltopd.catalog import DEFAULT_FLOOR
 from ltopd.models.backbone import Backbone
 from ltopd.models.hook import choose
 from ltopd.models.prompt import extract_answer
 from ltopd.progress import bar as progress_bar
 from ltopd.selectors import requirements
 
-Setting = tuple[float, str]  # (keep ratio, selector); ratio 1 keeps every token
+Setting = tuple[float, str | None]  # (keep ratio, selector); ratio 1 keeps every token (no selector runs)
 
 
 @torch.no_grad()
 def predict_settings(backbone: Backbone, records: Sequence[Mapping[str, Any]], settings: Sequence[Setting],
-                     floor: int = DEFAULT_FLOOR, batch_size: int = 16, max_new_tokens: int = 32,
+                     floor: int, batch_size: int = 16, max_new_tokens: int = 32,
                      seed: int = 0, progress: bool = False, desc: str = "predict") -> list[list[str]]:
     """Raw generated text per setting and record: greedy, images before text, the empty-think +
     open-answer prefix, stop at '</answer>' or after `max_new_tokens`; each setting's visual
@@ -47,8 +46,8 @@ def predict_settings(backbone: Backbone, records: Sequence[Mapping[str, Any]], s
     return out
 
 
-def predict(backbone: Backbone, records: Sequence[Mapping[str, Any]], ratio: float = 1.0,
-            selector: str = "cdpruner", floor: int = DEFAULT_FLOOR, batch_size: int = 16, max_new_tokens: int = 32,
+def predict(backbone: Backbone, records: Sequence[Mapping[str, Any]], ratio: float,
+            selector: str | None, floor: int, batch_size: int = 16, max_new_tokens: int = 32,
             seed: int = 0, progress: bool = False, desc: str = "predict") -> list[str]:
     """`predict_settings` for one (ratio, selector)."""
     return predict_settings(backbone, records, [(ratio, selector)], floor, batch_size, max_new_tokens, seed,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from transformers import PreTrainedTokenizerFast
 
+from ltopd.atomic import honour_umask
 from ltopd.models import llava_mini
 from ltopd.models.backbone import Backbone, family_ops
 from ltopd.models.patch_linear import linearize_patch_convs
@@ -16,10 +17,15 @@ from ltopd.models.processor import ImageTextProcessor
 
 
 def load_backbone(path: str | Path) -> Backbone:
-    """Backbone from a saved directory, offline; clear errors for missing or unsupported checkpoints."""
+    """Backbone from a saved directory, offline; clear errors for missing or unsupported checkpoints.
+    A released twin (a folder with a manifest) is loaded only if its weights match the manifest."""
+    from ltopd.models.release import MANIFEST, verify_weights
+
     directory = Path(path)
     if not directory.is_dir():
         raise FileNotFoundError(f"backbone directory {directory} does not exist")
+    if (directory / MANIFEST).is_file():
+        verify_weights(directory)  # ReleaseError naming the file: a corrupted or edited release
     config_file = directory / "config.json"
     if not config_file.is_file():
         raise FileNotFoundError(f"{directory} has no config.json: not a saved model")
@@ -56,6 +62,7 @@ def save_backbone(backbone: Backbone, path: str | Path) -> Path:
         if mini is not None:
             llava_mini.save(backbone.model, staging)
         backbone.processor.save_pretrained(staging)
+        honour_umask(staging)  # not mkdtemp's 0700 nor safetensors' 0600: the user's umask
         if target.exists():
             retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
             target.rename(retired / target.name)

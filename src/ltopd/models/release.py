@@ -12,7 +12,6 @@ pipeline reports as a warning with the command that rebuilds it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 from collections.abc import Mapping
@@ -20,14 +19,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ltopd import job_identity
+from ltopd.job_identity import sha256_file
+
 MANIFEST = "manifest.json"
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # src/ltopd
-# Source files whose behaviour determines a twin's weights: the world and the benchmark twins
-# (the items), the models and processors, the pretraining loop and the tokenizer's corpus.
-RELEASE_CODE = ("data/world/*.py", "data/sources.py", "bench/suites/*.py", "bench/evidence.py", "models/*.py",
-                "selectors/*.py")
-# Files under those patterns that cannot change a twin's weights (loading, inference, methods).
-NOT_RELEASE_CODE = ("models/loading.py", "models/inference.py", "models/llava_mini.py", "models/release.py")
+# The modules that build a release (its tokenizer, then its weights, gates and manifest): the
+# release's code is every source file they can run (ltopd.codegraph), computed, not listed.
+RELEASE_MODULES = ("ltopd.models.corpus", "ltopd.models.tokenizer", "ltopd.models.release_job")
 LIBRARIES = ("torch", "transformers", "tokenizers", "numpy", "pillow")
 REBUILD = "snakemake --cores all release_twins"
 
@@ -36,19 +34,9 @@ class ReleaseError(RuntimeError):
     """A release folder that is missing, incomplete, or whose weights do not match its manifest."""
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def code_hashes(root: Path = PACKAGE_ROOT) -> dict[str, str]:
-    """sha256 of every release-relevant source file, keyed by its path under the package."""
-    files = {p for pattern in RELEASE_CODE for p in root.glob(pattern)}
-    return {str(p.relative_to(root)): sha256_file(p) for p in sorted(files)
-            if str(p.relative_to(root)) not in NOT_RELEASE_CODE}
+def code_hashes() -> dict[str, str]:
+    """sha256 of every source file a release build runs, keyed by its path under the package."""
+    return job_identity.code_hashes(RELEASE_MODULES)
 
 
 def library_versions() -> dict[str, str]:
@@ -122,9 +110,15 @@ def staleness(folder: str | Path, spec: Mapping[str, Any] | None = None, backbon
     manifest = read_manifest(folder)
     out = []
     then, now = manifest["code_sha256"], code_hashes()
-    changed = sorted(k for k in set(then) | set(now) if then.get(k) != now.get(k))
+    changed = sorted(k for k in set(then) & set(now) if then[k] != now[k])
     if changed:
         out.append(f"code changed since the release: {', '.join(changed)}")
+    unrecorded, dropped = sorted(set(now) - set(then)), sorted(set(then) - set(now))
+    if unrecorded:
+        out.append(f"code the build now runs that the release does not record ({len(unrecorded)} files: "
+                   f"{', '.join(unrecorded[:3])}{', ...' if len(unrecorded) > 3 else ''})")
+    if dropped:
+        out.append(f"code the release records that the build no longer runs: {', '.join(dropped)}")
     libs_then, libs_now = manifest["libraries"], library_versions()
     libs = [f"{k} {libs_then.get(k)} -> {libs_now.get(k)}" for k in sorted(libs_now)
             if k != "python" and libs_then.get(k) != libs_now.get(k)]

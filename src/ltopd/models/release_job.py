@@ -20,12 +20,17 @@ from ltopd.bench.suites.instruct import GATE_SEED
 
 CHECKPOINT_EVERY = 50  # updates between saved pretraining states (pretrain.checkpoint_every)
 # Without `n`, a benchmark's gate scores as many items as Table 2 evaluates (evaluation.benchmarks):
-# the manifest then resolves what the table resolves. The fit set is at least as large.
-DEFAULT_GATES = {"fit_n": 400, "ratio": 0.05, "selector": "cdpruner", "batch_size": 40}
+# the manifest then resolves what the table resolves. The fit set is at least as large. The reduced
+# setting (ratio, selector) has no default: the profile's pretrain.gates gives it, in the twin's recipe.
+DEFAULT_GATES = {"fit_n": 400, "batch_size": 40}
+GATE_SETTING = ("ratio", "selector")
 
 
 def gate_settings(pt: Mapping[str, Any]) -> dict[str, Any]:
-    return {**DEFAULT_GATES, **(pt.get("gates") or {})}
+    g = {**DEFAULT_GATES, **(pt.get("gates") or {})}
+    if missing := [k for k in GATE_SETTING if k not in g]:
+        raise ValueError(f"pretrain.gates: no {missing}: give the reduced setting a release is gated at")
+    return g
 
 
 def gate_benchmarks(spec: Mapping[str, Any]) -> list[str]:

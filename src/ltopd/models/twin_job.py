@@ -90,7 +90,7 @@ def probe(backbone: Backbone, records: list[dict[str, Any]], heldout: dict[str, 
     """Accuracy at full tokens and at the held-out ratio for each selector, plus the
     question-only baseline of the same records."""
     out = {"question_only": answer_prior_baseline(records)}
-    runs = [("full", 1.0, "cdpruner")] + [(s, heldout["ratio"], s) for s in heldout["selectors"]]
+    runs = [("full", 1.0, None)] + [(s, heldout["ratio"], s) for s in heldout["selectors"]]  # None: no selector
     for name, ratio, selector in runs:
         gens = predict(backbone, records, ratio, selector, floor, heldout["batch_size"], max_new_tokens=16,
                        progress=progress, desc=f"probe {name}")

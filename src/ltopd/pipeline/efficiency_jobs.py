@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-# Used when a profile has no `efficiency` section (the schema's defaults should say the same).
+# Used when a profile has no `efficiency` section (the schema's defaults should say the same); its
+# `methods` (Table 5's rows) the profile names.
 DEFAULTS: dict[str, Any] = {
     "benchmark": "textvqa",
     "questions": 4,
@@ -17,7 +18,6 @@ DEFAULTS: dict[str, Any] = {
     "repeats": 5,
     "ref_tokens": 128,
     "warmup": 1,
-    "methods": ["full", "ltopd", "hiprune"],  # ltopd = the student's inference: CDPruner at the budget
     "analytic_config": "config/models/qwen3_5_4b.json",
     "device": "cpu",
     "dtype": "float32",
@@ -30,9 +30,10 @@ def settings(spec: dict[str, Any]) -> dict[str, Any]:
     return {**DEFAULTS, **(spec.get("efficiency") or {})}
 
 
-def methods(names: list[str], budget: float, train_selector: str = "cdpruner") -> list[Any]:
+def methods(names: list[str], budget: float, train_selector: str | None) -> list[Any]:
     """Table rows: `full` keeps everything; a selector name keeps `budget` with that selector;
-    `ltopd` (or any trained method) is the student's inference: its training selector at `budget`."""
+    `ltopd` (or any trained method) is the student's inference: its training selector (the
+    profile's, ltopd.grid.reduction_defaults) at `budget`."""
     from ltopd.efficiency.latency import Method
     from ltopd.grid import eval_setting
 
@@ -76,6 +77,16 @@ def _inputs(args: argparse.Namespace, sections: tuple[str, ...]):
     return _job_inputs(args, sections, optional=("efficiency", "training"))
 
 
+def _student_selector(spec: dict[str, Any]) -> str:
+    """The students' selector (Table 5's LT-OPD rows) from the spec's training section."""
+    from ltopd.grid import reduction_defaults
+
+    selector = reduction_defaults(spec).selector
+    if selector is None:
+        raise SystemExit("Table 5's LT-OPD rows reduce with training.selector: the profile (or --spec) has none")
+    return selector
+
+
 def measure(args: argparse.Namespace) -> int:
     import torch
 
@@ -84,6 +95,7 @@ def measure(args: argparse.Namespace) -> int:
     from ltopd.efficiency.analytic import TextArch, kv_cache, prefill_flops
     from ltopd.efficiency.latency import Protocol
     from ltopd.efficiency.latency import measure as run_protocol
+    from ltopd.grid import reduction_defaults
     from ltopd.models.loading import load_backbone
     from ltopd.tracking import job_run
 
@@ -91,8 +103,9 @@ def measure(args: argparse.Namespace) -> int:
     spec, tracking = _inputs(args, ("reduction",))
     eff = settings(spec)
     protocol = Protocol.from_config(eff)
-    floor = int(spec["reduction"]["floor"])
-    rows = methods(list(eff["methods"]), args.budget, spec["training"].get("selector", "cdpruner"))
+    defaults = reduction_defaults(spec)  # the floor; the students' selector for trained rows (LT-OPD)
+    rows = methods(list(eff["methods"]), args.budget, defaults.selector)
+    floor = defaults.floor
     key = {"backbone": args.backbone}
     with job_run(tracking, args.rule, key, spec, inputs={"model": args.model, "records": args.records}) as run:
         backbone = load_backbone(args.model)
@@ -133,8 +146,9 @@ def build(args: argparse.Namespace) -> int:
     spec, tracking = _inputs(args, ())
     eff = settings(spec)
     arch = TextArch.from_file(args.analytic_config or eff["analytic_config"])
+    selector = _student_selector(spec)
     with job_run(tracking, args.rule, {}, spec) as run:
-        rows = table5.build(arch, table5.load_measurements(args.measurements))
+        rows = table5.build(arch, table5.load_measurements(args.measurements), selector)
         with atomic_file(args.out) as fh:
             fh.write(table5.to_csv(rows))
         md = table5.to_markdown(rows, table5.notes(rows, arch))

@@ -42,11 +42,11 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, meth
     from ltopd.bench.evidence import instructed, text_only
     from ltopd.bench.store import load_saved
     from ltopd.catalog import METHODS
-    from ltopd.grid import eval_setting
+    from ltopd.grid import eval_setting, reduction_defaults
     from ltopd.models.loading import load_backbone
 
-    floor, batch_size = spec["reduction"]["floor"], spec["evaluation"]["batch_size"]
-    train_selector = (spec.get("training") or {}).get("selector")
+    defaults = reduction_defaults(spec)  # the floor; a trained student's selector (in its spec only)
+    floor, batch_size, train_selector = defaults.floor, spec["evaluation"]["batch_size"], defaults.selector
     backbone = load_backbone(model)
     written: dict[int, dict[str, Any]] = {}
     by_benchmark: dict[tuple[str, str], list[int]] = {}

@@ -42,7 +42,7 @@ def add_parser(subparsers: Any) -> None:
 def _inputs(args: argparse.Namespace):
     from ltopd.pipeline.spec import job_inputs as _job_inputs
 
-    return _job_inputs(args, ("grid", "seeds"), optional=("studies", "efficiency"))
+    return _job_inputs(args, ("grid", "seeds"), optional=("studies", "efficiency", "training"))
 
 
 def study(args: argparse.Namespace) -> int:
@@ -97,6 +97,7 @@ def figure4(args: argparse.Namespace) -> int:
 def figure1(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_file
     from ltopd.efficiency.analytic import TextArch
+    from ltopd.grid import reduction_defaults
     from ltopd.pipeline.efficiency_jobs import settings as efficiency_settings
     from ltopd.report import figures, studies, table2
     from ltopd.tracking import job_run
@@ -106,7 +107,8 @@ def figure1(args: argparse.Namespace) -> int:
     arch = TextArch.from_file(args.analytic_config or efficiency_settings(spec)["analytic_config"])
     n_text, n_visual, floor = studies.protocol_tokens(arch)
     with job_run(settings, args.rule, {"figure": "figure1_right"}, spec) as run:
-        t2, _ = table2.build(table2.load_results(args.results), backbone, benchmarks)
+        t2, _ = table2.build(table2.load_results(args.results), backbone, benchmarks,
+                             pruned=reduction_defaults(spec).selector)
         rows = studies.flops_vs_retain(t2, arch, floor, n_visual, n_text)
         with atomic_file(args.out) as fh:
             fh.write(studies.flops_csv(rows))

@@ -37,11 +37,11 @@ def table(args: argparse.Namespace) -> int:
 
     from ltopd.atomic import atomic_file, write_json
     from ltopd.catalog import TABLES
-    from ltopd.grid import table2_methods
+    from ltopd.grid import reduction_defaults, table2_methods
     from ltopd.report import figures, table2
     from ltopd.tracking import job_run
 
-    spec, settings = _job_inputs(args, ("grid", "seeds"))
+    spec, settings = _job_inputs(args, ("grid", "seeds"), optional=("training",))
     backbone, benchmarks = spec["grid"]["backbones"][0], spec["grid"]["benchmarks"]
     methods = TABLES[args.table].methods or table2_methods(spec)  # Table 2: the grid's, but ablation variants
     predictions = fit = None
@@ -58,7 +58,8 @@ def table(args: argparse.Namespace) -> int:
             fit[(bench, int(seed))] = load_fit_records(path)
     with job_run(settings, args.rule, {"table": args.table}, spec) as run:
         rows, notes = table2.build(table2.load_results(args.results), backbone, benchmarks, args.table, methods,
-                                   predictions, fit, args.n_boot, args.boot_seed)
+                                   predictions, fit, args.n_boot, args.boot_seed,
+                                   pruned=reduction_defaults(spec).selector)  # the untrained student's row
         with atomic_file(args.out) as fh:
             fh.write(table2.to_csv(rows, benchmarks))
         if args.json:

@@ -64,9 +64,12 @@ def train(args: argparse.Namespace) -> int:
             bar.set_postfix(loss=f"{log.metrics['loss']:.4f}", r=f"{log.metrics['keep_ratio']:.3f}", refresh=False)
             bar.update()
 
-        student, logs, total = job.run(args.model, args.data, args.method, spec["training"], args.budget,
-                                       spec["reduction"]["floor"], args.seed, args.checkpoints, on_step=on_step,
-                                       stop_after=args.stop_after, method_params=spec[section] if section else None)
+        student, logs, ran, total = job.run(args.model, args.data, args.method, spec["training"], args.budget,
+                                            spec["reduction"]["floor"], args.seed, args.checkpoints, on_step=on_step,
+                                            stop_after=args.stop_after,
+                                            method_params=spec[section] if section else None)
+        for log in logs[: len(logs) - ran]:  # resumed updates: this run's curve is the whole curve
+            run.log_metrics(log.metrics, step=log.step)
         if args.stop_after is not None and args.stop_after < total:
             print(f"stopped after {args.stop_after} of {total} updates; checkpoints in {args.checkpoints}, "
                   f"no student written (rerun without --stop-after to resume)")
@@ -79,5 +82,5 @@ def train(args: argparse.Namespace) -> int:
         save_backbone(student, args.out)
         write_json(args.metrics, summary)
     print(f"{args.method} on {args.backbone} (seed {args.seed}): {total} updates to budget {args.budget:g}, "
-          f"{len(logs)} run now; last loss {summary.get('last_loss', float('nan')):.4f} -> {args.out}")
+          f"{ran} run now; last loss {summary.get('last_loss', float('nan')):.4f} -> {args.out}")
     return 0

@@ -105,7 +105,8 @@ def release_twin(args: argparse.Namespace) -> int:
     spec = twin_spec(spec, args.backbone)  # the twin's own stages, if its entry has them
     tokenizer = load_tokenizer(args.tokenizer)
     total = sum(s["steps"] for s in spec["pretrain"]["stages"])
-    _warm_start_or_resume(args, spec, entry)
+    _claim_state(args, spec)
+    _warm_start_or_resume(args, spec)
     with (job_run(settings, args.rule, {"backbone": args.backbone}, spec,
                   inputs={"tokenizer": args.tokenizer}) as run,
           progress_bar(total, f"release {entry['twin']}", "step") as bar):
@@ -129,28 +130,28 @@ def release_twin(args: argparse.Namespace) -> int:
     return 0
 
 
-def _warm_start_or_resume(args: argparse.Namespace, spec: dict[str, Any], entry: dict[str, Any]) -> None:
-    """With --warm-start, seed --state from the release unless it holds this recipe's warm-started
-    state (then resume it); a folder's warm-start record must never outlive its state, or the
-    manifest would claim a start the build did not make."""
-    import json
+def _claim_state(args: argparse.Namespace, spec: dict[str, Any]) -> None:
+    """--state resumes only the build of this recipe, tokenizer, warm-start parent and code
+    (ltopd.job_identity): another build's state is set aside, with one line saying why."""
+    from ltopd.job_identity import claim, identity
+    from ltopd.models.release import RELEASE_MODULES, recipe
 
-    import torch
+    inputs = {"tokenizer": Path(args.tokenizer) / "tokenizer.json",
+              **({"warm_start": args.warm_start} if args.warm_start else {})}
+    claim(args.state, identity(recipe(spec, args.backbone), inputs, code=RELEASE_MODULES))
 
-    from ltopd.models import release_job, twin_job
-    from ltopd.models.pretrain import STATE_FILE, _fingerprint
+
+def _warm_start_or_resume(args: argparse.Namespace, spec: dict[str, Any]) -> None:
+    """With --warm-start, seed --state from the release unless it holds this warm start's state
+    (then resume it). `_claim_state` has already set aside any state of another build, so a
+    state and its warm-start record here are this build's."""
+    from ltopd.models import release_job
+    from ltopd.models.pretrain import STATE_FILE
 
     state, record = Path(args.state) / STATE_FILE, Path(args.state) / release_job.WARM_START
     if not args.warm_start:
-        if record.is_file():
-            raise SystemExit(f"{args.state} was warm-started from {json.loads(record.read_text())['parent']}: "
-                             "resume it with the same --warm-start, or give an empty --state folder")
         return
-    pt = spec["pretrain"]
-    mine = _fingerprint(twin_job.pretrain_config(pt, entry.get("lr_scale", 1.0)),
-                        twin_job.pretrain_recipe(entry["twin"], pt, spec["world"]))
-    if state.is_file() and record.is_file() and \
-            torch.load(state, map_location="cpu", weights_only=False).get("recipe") == mine:
+    if state.is_file() and record.is_file():
         print(f"resuming the warm-started build in {args.state}")
         return
     from ltopd.models.release import sha256_file

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ltopd.catalog import METHODS, TABLES
+from ltopd.catalog import METHODS, study_methods
 from ltopd.efficiency.analytic import TextArch, keep_count, prefill_flops
 from ltopd.report import table2
 from ltopd.report.reported import paper_backbone, paper_rows
@@ -23,15 +23,16 @@ NO_GAP = "no gap to recover: pruning did not lower the score"
 # -- Tables 3, 4, 6, 14 -------------------------------------------------------------------------
 
 def build_study(results: list[dict[str, Any]], study: str, backbones: Sequence[str], benchmarks: Sequence[str],
-                lowest: float) -> tuple[list[dict], list[str]]:
+                lowest: float, pruned: str) -> tuple[list[dict], list[str]]:
     """(rows, notes) of a study table: per backbone of the study, its full-token row and the
     study's methods at the grid's smallest budget, each retain ratio against THAT backbone's full
     tokens (Table 2's arithmetic); then the paper's rows of the study. ``lowest``: the grid's
-    smallest budget (ltopd.grid.study_scope gives a profile's backbones, benchmarks and budget)."""
-    methods = TABLES[study].methods
+    smallest budget; ``pruned``: the untrained student's row, the profile's training.selector
+    (ltopd.grid.study_scope gives a profile's backbones, benchmarks, budget and selector)."""
+    methods = study_methods(study, pruned)
     ours, notes = [], []
     for bb in backbones:
-        rows, bb_notes = table2.build(results, bb, benchmarks, study, methods)
+        rows, bb_notes = table2.build(results, bb, benchmarks, study, methods, pruned=pruned)
         rows = [r for r in rows if r["source"] == "ours"
                 and (r["method"] == "full" and r["budget"] == 1.0 or r["method"] != "full" and r["budget"] == lowest)]
         rows.sort(key=lambda r: methods.index(r["method"]))  # the paper's row order (GRPO, GSPO, DAPO, LT-OPD)
@@ -61,13 +62,13 @@ RECOVERY_COLUMNS = ("backbone", "method", "benchmark", "s_full", "s_pruned", "s_
 
 
 def recovery(results: list[dict[str, Any]], backbones: Sequence[str], benchmarks: Sequence[str],
-             lowest: float) -> tuple[list[dict[str, Any]], list[str]]:
+             lowest: float, pruned: str) -> tuple[list[dict[str, Any]], list[str]]:
     """(rows, notes): per backbone, trained method and benchmark of Figure 4, the recovery
-    100 (S_method - S_pruned) / (S_full - S_pruned) computed per seed (S_pruned = CDPruner, the
-    untrained student, at the grid's smallest budget; S_full = full tokens of the same seed),
-    then mean and sample sd over seeds. A seed whose S_full <= S_pruned has no recovery (nothing
-    was lost to pruning); a cell without any defined seed stays empty (NaN)."""
-    study = TABLES["figure4"]
+    100 (S_method - S_pruned) / (S_full - S_pruned) computed per seed (S_pruned = ``pruned``, the
+    untrained student: the profile's training.selector, CDPruner in the paper, at the grid's
+    smallest budget; S_full = full tokens of the same seed), then mean and sample sd over seeds.
+    A seed whose S_full <= S_pruned has no recovery (nothing was lost to pruning); a cell without
+    any defined seed stays empty (NaN)."""
     # score[(backbone, method, benchmark)][seed]; full at budget 1, the others at the smallest budget
     score: dict[tuple[str, str, str], dict[int, float]] = defaultdict(dict)
     for r in results:
@@ -76,17 +77,17 @@ def recovery(results: list[dict[str, Any]], backbones: Sequence[str], benchmarks
             score[(r["backbone"], r["method"], r["benchmark"])][int(r["seed"])] = float(r["score"])
     rows, no_gap = [], {}
     for bb in backbones:
-        for method in (m for m in study.methods if m not in ("full", "cdpruner")):
+        for method in (m for m in study_methods("figure4", pruned) if m not in ("full", pruned)):
             for bench in benchmarks:
-                full, pruned, ours = (score.get((bb, m, bench), {}) for m in ("full", "cdpruner", method))
-                seeds = sorted(set(full) & set(pruned) & set(ours))
+                full, base, ours = (score.get((bb, m, bench), {}) for m in ("full", pruned, method))
+                seeds = sorted(set(full) & set(base) & set(ours))
                 if not seeds:
                     continue
                 values, undefined = [], []
                 for s in seeds:
-                    gap = full[s] - pruned[s]
+                    gap = full[s] - base[s]
                     if gap > 0:
-                        values.append(100.0 * (ours[s] - pruned[s]) / gap)
+                        values.append(100.0 * (ours[s] - base[s]) / gap)
                     else:
                         undefined.append(s)
                 if undefined:
@@ -95,12 +96,13 @@ def recovery(results: list[dict[str, Any]], backbones: Sequence[str], benchmarks
                 rows.append({
                     "backbone": bb, "method": method, "benchmark": bench,
                     "s_full": Stat.of([full[s] for s in seeds]).mean,
-                    "s_pruned": Stat.of([pruned[s] for s in seeds]).mean,
+                    "s_pruned": Stat.of([base[s] for s in seeds]).mean,
                     "s_method": Stat.of([ours[s] for s in seeds]).mean,
                     "recovery": rec.mean, "recovery_sd": rec.sd, "seeds": rec.n,
                     "note": f"{NO_GAP} (seeds {undefined})" if undefined else "",
                 })
-    notes = [f"S_pruned = CDPruner (the untrained student) at {100 * lowest:g}%; S_full = full tokens; "
+    notes = [f"S_pruned = {table2.display_name(pruned)} (the untrained student) at {100 * lowest:g}%; "
+             "S_full = full tokens; "
              "recovery per seed, then mean ± sample sd over seeds."]
     if no_gap:
         notes.append(f"{NO_GAP}, recovery undefined on: "
@@ -134,12 +136,12 @@ EPIC_NOTE = ("our EPIC prunes before the LM like every method here, so its ratio
 
 def protocol_tokens(arch: TextArch) -> tuple[float, float, int]:
     """(text tokens, visual tokens, floor) of Table 5's analytic rows: the token means solved
-    from the paper's KV figures (efficiency.table5.analytic_rows) and Appendix E's floor, so
+    from the paper's KV figures (efficiency.table5.protocol_tokens) and Appendix E's floor, so
     Figure 1's ratios are Table 5's at 5%."""
     from ltopd.efficiency import table5
 
-    full = next(r for r in table5.analytic_rows(arch) if r["method"] == "full")
-    return full["text_tokens"], full["visual_tokens"], int(table5.paper_table5()["protocol"]["floor"])
+    tokens, _, _, floor = table5.protocol_tokens(arch)
+    return tokens.text, tokens.visual, int(floor)
 
 
 def flops_vs_retain(table2_rows: Sequence[dict[str, Any]], arch: TextArch, floor: int, n_visual: float,

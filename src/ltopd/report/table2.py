@@ -13,7 +13,8 @@ Given the evaluations' per-item predictions (:func:`build` with ``predictions``)
   ltopd.report.stats); with no benchmark passing the average is n/a;
 * gives every average retain ratio a 95% bootstrap interval (items resampled per benchmark by
   unit, jointly for the method and full tokens, each seed's record set on its own draws), and
-  LT-OPD - CDPruner at the smallest budget with its interval.
+  LT-OPD minus the untrained student (the selector it trains with, the profile's
+  training.selector: CDPruner in the paper) at the smallest budget with its interval.
 """
 
 from __future__ import annotations
@@ -94,11 +95,14 @@ def our_rows(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[
 
 
 def seed_comparisons(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str],
-                     reference: str = "cdpruner") -> list[str]:
+                     reference: str | None) -> list[str]:
     """Per benchmark, each method minus ``reference`` at the smallest budget both have, paired by
     seed (the same seed's items and, for a trained method, its training seed): the mean over the
     common seeds with its 95% t interval (:func:`stats.seed_interval`). One line per method with
-    at least two seeds in common; none when the reference has fewer than two seeds."""
+    at least two seeds in common; none when the reference has fewer than two seeds or is None.
+    ``reference``: the untrained student, the profile's training.selector."""
+    if reference is None:
+        return []
     scores = _scores(results, backbone, benchmarks)
     budgets = [b for (m, b) in scores if m == reference]
     if not budgets:
@@ -177,7 +181,8 @@ class Evidence:
 
 def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Sequence[str],
              rows: Sequence[tuple[str, float]], fit_records: Mapping[tuple[str, int], Sequence[dict]] | None = None,
-             n_boot: int = 1000, boot_seed: int = 0, need: float = GATE_SE, level: float = 0.95) -> Evidence:
+             n_boot: int = 1000, boot_seed: int = 0, need: float = GATE_SE, level: float = 0.95, *,
+             pruned: str | None) -> Evidence:
     """Gates, the out-of-sample question-only baseline and the average-retain intervals of the
     (method, budget) ``rows`` from the per-item predictions ``preds`` (:func:`load_predictions`).
 
@@ -185,7 +190,8 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
     those items, its prior fitted on ``fit_records[(benchmark, seed)]`` where given, else
     cross-fitted. Gate: on the first such seed, full - QO >= ``need`` SE, and full - blind twin
     where the blind twin has predictions for that seed. Intervals: over the gated benchmarks, the seeds where a row
-    has predictions for each; LT-OPD - CDPruner at the smallest budget when both rows have them."""
+    has predictions for each; LT-OPD - ``pruned`` (the untrained student: training.selector) at the
+    smallest budget when both rows have them."""
     from ltopd.bench.scoring import score
 
     fit_records = fit_records or {}
@@ -236,15 +242,15 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
         reps = stats.retain_replicates(runs, full_gated, gated, n_boot, boot_seed)
         intervals = {k: stats.interval(p, rep, level) for k, (p, rep) in reps.items()}
         lowest = min((k[1] for k in rows), default=None)
-        a, c = ("ltopd", lowest), ("cdpruner", lowest)
-        if a in runs and c in runs:
+        a, c = ("ltopd", lowest), (pruned, lowest)
+        if pruned is not None and a in runs and c in runs:
             common = sorted(set(runs[a]) & set(runs[c]))
             if common:
                 pair = stats.retain_replicates({"a": {s: runs[a][s] for s in common},
                                                 "c": {s: runs[c][s] for s in common}},
                                                full_gated, gated, n_boot, boot_seed)
                 d = stats.interval(pair["a"][0] - pair["c"][0], pair["a"][1] - pair["c"][1], level)
-                notes.append(f"LT-OPD - CDPruner at {100 * lowest:g}%: {d.estimate:+.1f} retain points, "
+                notes.append(f"LT-OPD - {display_name(pruned)} at {100 * lowest:g}%: {d.estimate:+.1f} retain points, "
                              f"{level_pct} CI {stats.format_ci(d)} (SE {d.se:.2f}; same items and draws, "
                              f"seeds {common}, over {gated}).")
         notes.append(f"[lo, hi] after an average retain ratio: {level_pct} percentile bootstrap interval over items "
@@ -352,9 +358,11 @@ def build(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str
           methods: Sequence[str] | None = None,
           predictions: Mapping[tuple[str, str, float, str, int], list[dict]] | None = None,
           fit_records: Mapping[tuple[str, int], Sequence[dict]] | None = None,
-          n_boot: int = 1000, boot_seed: int = 0) -> tuple[list[dict], list[str]]:
+          n_boot: int = 1000, boot_seed: int = 0, *, pruned: str | None) -> tuple[list[dict], list[str]]:
     """(rows: ours then the paper's, notes for the markdown). ``methods`` keeps only those rows
     of ours (plus full tokens, the retain ratio's reference), as the ablation tables do.
+    ``pruned``: the untrained student's selector (the profile's training.selector, CDPruner in the
+    paper) the other rows are paired with at the smallest budget; None pairs none.
 
     With ``predictions`` (:func:`load_predictions`), the gates, the out-of-sample
     question-only baseline (fitted on ``fit_records`` (benchmark, seed) -> records where given,
@@ -372,11 +380,11 @@ def build(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str
     zero = [b for b in benchmarks if full["bench"][b].n and full["bench"][b].mean == 0]
     if zero:
         notes.append(f"full-token score 0 on {zero}: left out of the average retain ratio (undefined).")
-    notes += seed_comparisons(results, backbone, benchmarks)
+    notes += seed_comparisons(results, backbone, benchmarks, pruned)
     if predictions is None:
         return ours + reported_rows(benchmarks, table), notes
     ev = evidence(predictions, backbone, benchmarks, [(r["method"], r["budget"]) for r in ours], fit_records,
-                  n_boot, boot_seed)
+                  n_boot, boot_seed, pruned=pruned)
     kept = {(r["method"], r["budget"]) for r in ours}
     ours = [dict(r, gated=True, avg_retain_ci=ev.intervals.get((r["method"], r["budget"])))
             for r in our_rows(results, backbone, benchmarks, over=ev.gated) if (r["method"], r["budget"]) in kept]

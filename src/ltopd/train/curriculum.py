@@ -17,8 +17,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ltopd.catalog import DEFAULT_FLOOR
-
 PAPER_TOTAL_STEPS = 175
 PAPER_WARM_STEPS = 14
 PAPER_DECAY_END = 100
@@ -46,14 +44,16 @@ def scaled_boundaries(total_steps: int) -> tuple[int, int]:
 def keep_ratio(
     step: int,
     total_steps: int,
+    *,
+    beta: float,
     alpha: float = 2.0,
-    beta: float = 0.05,
     warm_steps: int | None = None,
     decay_end: int | None = None,
     plateau: bool = True,
     curriculum: bool = True,
 ) -> float:
-    """Keep ratio for completed update `step` (0-based) of `total_steps`.
+    """Keep ratio for completed update `step` (0-based) of `total_steps` toward the target
+    budget `beta` (the profile's: ltopd.grid.reduction_defaults).
 
     warm_steps / decay_end default to scaled_boundaries(total_steps) (14 / 100 at 175).
     curriculum=False: constant beta. plateau=False: the cosine ends at the last update
@@ -78,12 +78,12 @@ def keep_ratio(
     return beta
 
 
-def schedule(total_steps: int, **kwargs: Any) -> list[float]:
+def schedule(total_steps: int, *, beta: float, **kwargs: Any) -> list[float]:
     """keep_ratio for every update 0..total_steps-1 (same keyword arguments)."""
-    return [keep_ratio(c, total_steps, **kwargs) for c in range(total_steps)]
+    return [keep_ratio(c, total_steps, beta=beta, **kwargs) for c in range(total_steps)]
 
 
-def kept_tokens(n_visual: int, ratio: float, floor: int = DEFAULT_FLOOR) -> int:
+def kept_tokens(n_visual: int, ratio: float, floor: int) -> int:
     """Visual tokens kept per image as the authors ran it: min(N, max(floor, ceil(N ratio))).
 
     (The paper's text says Round(r N); the released code uses ceil with a floor of 32.)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ltopd.job_identity import claim, identity
 from ltopd.models.backbone import Backbone
 from ltopd.train.families import make_trainer
 from ltopd.train.methods import method_spec
@@ -45,12 +46,19 @@ def build(model_dir: str | Path, data_dir: str | Path, method: str, training: Ma
 def run(model_dir: str | Path, data_dir: str | Path, method: str, training: Mapping[str, Any], budget: float,
         floor: int, seed: int, ckpt_dir: str | Path, on_step: Callable[[StepLog], None] | None = None,
         stop_after: int | None = None, method_params: Mapping[str, Any] | None = None
-        ) -> tuple[Backbone, list[StepLog], int]:
-    """Train ``method`` from the model in ``model_dir`` (resuming from ``ckpt_dir``); returns
-    (trained backbone, step logs of this call, total updates). ``stop_after`` ends the run after
-    that many completed updates, as a killed job would (to test resume)."""
+        ) -> tuple[Backbone, list[StepLog], int, int]:
+    """Train ``method`` from the model in ``model_dir`` (resuming from ``ckpt_dir`` when this
+    job's identity wrote it: job_identity.claim); returns (trained backbone, step logs of every
+    update, resumed ones included, updates run by this call, total updates). ``stop_after`` ends
+    the run after that many completed updates, as a killed job would (to test resume)."""
     trainer, batches = build(model_dir, data_dir, method, training, budget, floor, seed, method_params)
+    if ckpt_dir is not None:
+        if trainer.accelerator.is_main_process:
+            settings = {"method": method, "training": training, "budget": budget, "floor": floor, "seed": seed,
+                        "method_params": method_params or {}}
+            claim(ckpt_dir, identity(settings, {"model": model_dir, "lt14k": data_dir}, code=(__name__,)))
+        trainer.accelerator.wait_for_everyone()  # every rank resumes from the folder as claimed
     logs = trainer.fit(batches, ckpt_dir, on_step=on_step, stop_after=stop_after)
     student = trainer.student
     student.model = trainer.accelerator.unwrap_model(student.model)
-    return student, logs, trainer.total_steps
+    return student, trainer.history, len(logs), trainer.total_steps

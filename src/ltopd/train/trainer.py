@@ -21,7 +21,6 @@ from typing import Any
 import torch
 
 from ltopd.atomic import atomic_dir
-from ltopd.catalog import DEFAULT_FLOOR
 from ltopd.models.backbone import Backbone
 from ltopd.models.prompt import build_target
 from ltopd.train import curriculum
@@ -38,10 +37,11 @@ StepLoss = tuple[torch.Tensor, dict[str, float]]  # (loss, metrics) of one updat
 
 @dataclass(frozen=True)
 class TrainConfig:
-    budget: float = 0.05  # the target keep ratio (beta)
+    # the profile's (ltopd.grid.reduction_defaults): no default here
+    budget: float  # the target keep ratio (beta)
+    selector: str  # training.selector
+    floor: int  # reduction.floor
     curriculum_alpha: float = 2.0
-    selector: str = "cdpruner"
-    floor: int = DEFAULT_FLOOR
     rollouts: int = 8
     max_new_tokens: int = 1024
     top_k: int = 100
@@ -97,6 +97,7 @@ class Trainer:
         from accelerate import Accelerator
 
         self.student, self.method, self.cfg, self.total_steps = student, method, cfg, total_steps
+        self.history: list[StepLog] = []  # every update's log, restored from a checkpoint on resume
         self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
         optimizer = build_optimizer(student.model, cfg.lrs, cfg.weight_decay, cfg.betas)
         from accelerate.utils import DistributedType
@@ -142,12 +143,16 @@ class Trainer:
 
     # -- checkpoints --------------------------------------------------------------------------
     def state(self, step: int) -> dict[str, Any]:
+        """What a checkpoint holds: weights, optimiser and every update's logged metrics so far
+        (a run resumed at its end still reports its losses)."""
         return {"step": step, "model": self.accelerator.unwrap_model(self.student.model).state_dict(),
-                "optimizer": self.optimizer.state_dict()}
+                "optimizer": self.optimizer.state_dict(),
+                "history": [(log.step, dict(log.metrics)) for log in self.history]}
 
     def load_state(self, state: Mapping[str, Any]) -> int:
         self.accelerator.unwrap_model(self.student.model).load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
+        self.history = [StepLog(s, dict(m)) for s, m in state.get("history", [])]
         return int(state["step"])
 
     def save_checkpoint(self, ckpt_dir: Path, step: int) -> None:
@@ -175,9 +180,11 @@ class Trainer:
     # -- the loop -----------------------------------------------------------------------------
     def fit(self, batches: Sequence[Sequence[Mapping[str, Any]]], ckpt_dir: str | Path | None = None,
             on_step: Callable[[StepLog], None] | None = None, stop_after: int | None = None) -> list[StepLog]:
-        """Run updates over ``batches`` (one per update) from the last checkpoint on.
+        """Run updates over ``batches`` (one per update) from the last checkpoint on; returns this
+        call's step logs (``self.history``: every update's, the resumed ones included).
         ``stop_after`` ends the run early after that many completed updates (to test resume)."""
         ckpt = Path(ckpt_dir) if ckpt_dir else None
+        self.history = []
         start = self.resume(ckpt) if ckpt else 0
         logs: list[StepLog] = []
         self.student.model.train()
@@ -203,6 +210,7 @@ class Trainer:
                            step_s=time.perf_counter() - t0, **{f"lr_{k}": v for k, v in lrs.items()})
             log = StepLog(step + 1, metrics)
             logs.append(log)
+            self.history.append(log)
             if on_step:
                 on_step(log)
             done = step + 1

@@ -1,0 +1,92 @@
+"""The import graph the rules' code inputs, the DVC deps and the release code hash come from:
+on a hand-made package (every kind of import), and on the modules the jobs were found to miss
+when their code inputs were listed by hand."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ltopd import codegraph, grid
+
+
+def _package(root: Path, files: dict[str, str]) -> Path:
+    pkg = root / "ltopd"
+    for name, text in files.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(textwrap.dedent(text))
+    return pkg
+
+
+@pytest.fixture
+def toy(tmp_path) -> Path:
+    return _package(tmp_path, {
+        "__init__.py": "",
+        "catalog.py": 'DECL = "alpha:make"\nOTHER = "not a ref: at all"\n',
+        "job.py": """
+            from ltopd.lib import top
+            def run():
+                from ltopd.lib.lazy import f  # lazy: inside the function
+                from . import helpers
+                return f, helpers
+        """,
+        "helpers.py": "import ltopd.reg\n",
+        "lib/__init__.py": "",
+        "lib/top.py": "",
+        "lib/lazy.py": "from .deep import x\n",
+        "lib/deep.py": "",
+        "reg/__init__.py": "from ltopd.catalog import DECL\nREG = resolve(__name__, DECL)\n",
+        "reg/alpha.py": 'DATA = "table.yaml"\n',
+        "reg/table.yaml": "a: 1\n",
+        "reg/beta.py": "",  # in the registry's package but named by no declaration
+        "unused.py": "import ltopd.lib.top\n",
+    })
+
+
+def test_closure_follows_lazy_relative_registry_and_package_imports(toy):
+    found = codegraph.closure(["ltopd.job"], toy)
+    assert found == {"ltopd", "ltopd.job", "ltopd.lib", "ltopd.lib.top", "ltopd.lib.lazy", "ltopd.lib.deep",
+                     "ltopd.helpers", "ltopd.reg", "ltopd.reg.alpha", "ltopd.catalog"}
+    files = {str(p.relative_to(toy)) for p in codegraph.code_files(["ltopd.job"], toy)}
+    assert "reg/table.yaml" in files and "reg/beta.py" not in files and "unused.py" not in files
+    with pytest.raises(ValueError, match="no module"):
+        codegraph.closure(["ltopd.nope"], toy)
+
+
+def test_code_deps_name_a_folder_once_only_when_all_its_files_are_deps(toy):
+    repo = toy.parent
+    src = repo / "src"
+    src.mkdir()
+    toy.rename(src / "ltopd")
+    job = src / "ltopd" / "pipeline" / "thejob.py"
+    job.parent.mkdir()
+    (job.parent / "__init__.py").write_text("")
+    job.write_text("from ltopd import job\n")
+    out = grid.code_deps(["thejob"], repo)
+    # lib/ is wholly a dep; reg/ is not (beta.py), so its files are named one by one
+    assert "src/ltopd/lib" in out and "src/ltopd/lib/top.py" not in out
+    assert "src/ltopd/reg/alpha.py" in out and "src/ltopd/reg" not in out and "src/ltopd/reg/table.yaml" in out
+    assert "src/ltopd/pipeline" in out and "src/ltopd/unused.py" not in out
+
+
+@pytest.mark.parametrize("job, module", [
+    ("train_job", "bench/scoring/options.py"),   # imported by train/reward.py
+    ("train_job", "bench/scoring/vqa_norm.py"),
+    ("train_job", "data/lt14k.py"),
+    ("twin_jobs", "bench/evidence.py"),           # the pretraining job's stages
+    ("twin_jobs", "bench/suites/instruct.py"),
+    ("twin_jobs", "data/sources.py"),
+    ("evaluate", "grid.py"),                      # eval_setting: each setting's ratio and selector
+])
+def test_the_jobs_code_inputs_hold_what_the_hand_lists_missed(job, module):
+    assert f"src/ltopd/{module}" in grid.job_code(job)
+
+
+def test_the_release_code_is_the_release_builds_imports():
+    from ltopd.models.release import code_hashes
+
+    files = set(code_hashes())
+    assert {"models/pretrain.py", "bench/evidence.py", "bench/suites/instruct.py", "data/sources.py",
+            "models/release_job.py"} <= files
+    assert "report/table2.py" not in files and "pipeline/train_job.py" not in files
