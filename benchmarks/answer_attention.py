@@ -11,7 +11,7 @@ import torch
 from lab_scenes import lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
 from ltopd.data.world import generate_task_item
 from ltopd.models.loading import load_tokenizer
-from ltopd.models.twins import twin_backbone
+from ltopd.twins.architectures import twin_backbone
 
 torch.set_num_threads(1)
 tok = load_tokenizer("releases/qwen35-tiny")

@@ -32,16 +32,16 @@ import time
 import numpy as np
 import torch
 
-import ltopd.models.pretrain as pretrain_module
+import ltopd.twins.pretrain as pretrain_module
 from lab_scenes import exists1, lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
 from ltopd.data.world.palette import COLORS, SHAPES
 from ltopd.models.backbone import Backbone, family_ops
-from ltopd.models.dense_vision import cell_labels, record_scene
 from ltopd.models.loading import load_tokenizer
 from ltopd.models.patch_linear import linearize_patch_convs
-from ltopd.models.pretrain import PretrainConfig, Stage, pretrain, task_stream
 from ltopd.models.prompt import build_target
-from ltopd.models.twins import twin_config, twin_processor
+from ltopd.twins.architectures import twin_config, twin_processor
+from ltopd.twins.dense_vision import cell_labels, record_scene
+from ltopd.twins.pretrain import PretrainConfig, Stage, pretrain, task_stream
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--name", required=True)

@@ -22,10 +22,10 @@ import time
 import torch
 import yaml
 
-from ltopd.models import twin_job
 from ltopd.models.loading import load_backbone
-from ltopd.models.pretrain import pretrain
-from ltopd.models.release import twin_spec
+from ltopd.twins import job as twin_job
+from ltopd.twins.pretrain import pretrain
+from ltopd.twins.release import twin_spec
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""How is a twin doing on Table 2's gates? The release gates (ltopd.models.release_job.twin_gates:
+"""How is a twin doing on Table 2's gates? The release gates (ltopd.twins.build.twin_gates:
 the out-of-sample question-only baseline, the blind twin, full tokens, CDPruner at 5%) of a saved
 pretraining state (a running or killed `release_twin` job's, or a --snapshots file of
 continue_release.py), without stopping it:
@@ -24,9 +24,9 @@ import torch
 import yaml
 
 import twin_source  # benchmarks/twin_source.py, beside this script
-from ltopd.models import release_job
-from ltopd.models.release import read_manifest
+from ltopd.models.manifest import read_manifest
 from ltopd.report.releases import gate_table
+from ltopd.twins.build import twin_gates
 
 
 def main() -> None:
@@ -48,7 +48,7 @@ def main() -> None:
     if args.evidence is not None:
         entry["evidence"] = [b for b in args.evidence.split(",") if b]
     backbone, what = twin_source.load(ap, args)
-    gates = release_job.twin_gates(backbone, cfg, name)
+    gates = twin_gates(backbone, cfg, name)
     print(f"{what}; asked evidence-first: {entry.get('evidence') or 'none'}\n")
     print("\n".join(gate_table(gates)), flush=True)
 

@@ -13,7 +13,7 @@ from lab_scenes import lab_world, load_state  # benchmarks/lab_scenes.py, beside
 from ltopd.data.world import generate_task_item
 from ltopd.data.world.palette import COLORS
 from ltopd.models.loading import load_tokenizer
-from ltopd.models.twins import twin_backbone
+from ltopd.twins.architectures import twin_backbone
 
 torch.set_num_threads(1)
 tok = load_tokenizer(sys.argv[2] if len(sys.argv) > 2 else "releases/qwen35-tiny")

@@ -17,7 +17,7 @@ import torch
 
 from ltopd import catalog, config, grid
 from ltopd.models.loading import load_backbone
-from ltopd.models.twin_job import heldout_records, probe
+from ltopd.twins.job import heldout_records, probe
 
 
 def main() -> None:

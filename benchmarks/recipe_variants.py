@@ -6,7 +6,7 @@ deadline (one device call: several side by side), the item streams made by worke
 
 The start state is a pretrain_state.pt saved at update 3,000 of the release build (the vision
 stage, the same in every variant); its recipe fingerprint is rewritten to the variant's, so the
-pipeline's own resumable pretraining (ltopd.models.pretrain) continues it. The stages after the
+pipeline's own resumable pretraining (ltopd.twins.pretrain) continues it. The stages after the
 vision stage come from config/default.yaml's qwen35-tiny recipe (`variants`). Run the device under
 the pinned transformers (docs/pretraining.md, "Library versions"). The final `mix` stage's length is solved
 from step times measured first, so the run ends inside the deadline. Writes OUT/<variant>.json
@@ -31,9 +31,9 @@ from pathlib import Path
 import torch
 import yaml
 
-from ltopd.models import twin_job
 from ltopd.models.loading import load_tokenizer
-from ltopd.models.pretrain import STATE_FILE, accumulate_loss, pretrain
+from ltopd.twins import job as twin_job
+from ltopd.twins.pretrain import STATE_FILE, accumulate_loss, pretrain
 
 BACKBONE = "qwen35-tiny"
 
@@ -134,7 +134,7 @@ def main() -> int:
         SOURCES[s["name"]] = twin_job.stage_source(s, i, pt, spec["world"])
     POOL = mp.get_context("fork").Pool(args.workers)  # before CUDA is touched
     tok = load_tokenizer(args.tok)
-    from ltopd.models.twins import twin_backbone
+    from ltopd.twins.architectures import twin_backbone
 
     backbone = twin_backbone(BACKBONE, tok, seed=pt["seed"])
     backbone.model.to(args.device)
@@ -231,7 +231,7 @@ def main() -> int:
     (out / f"{args.variant}.json").write_text(json.dumps(summary, indent=1))
     if args.gates and done == total:
         try:
-            from ltopd.models.release_job import twin_gates
+            from ltopd.twins.build import twin_gates
 
             gspec = {
                 **spec,

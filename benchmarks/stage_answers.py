@@ -12,8 +12,8 @@ import json
 
 import yaml
 
-from ltopd.models import twin_job
-from ltopd.models.release import twin_spec
+from ltopd.twins import job as twin_job
+from ltopd.twins.release import twin_spec
 
 
 def main() -> None:

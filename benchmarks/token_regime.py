@@ -21,11 +21,11 @@ import torch
 from ltopd.bench.evaluate import evaluate
 from ltopd.bench.suites import synthetic_records
 from ltopd.catalog import BENCHMARKS
-from ltopd.models import twin_job
-from ltopd.models.corpus import corpus
-from ltopd.models.pretrain import accumulate_loss
-from ltopd.models.tokenizer import build_tokenizer
-from ltopd.models.twins import TWINS, twin_backbone
+from ltopd.twins import job as twin_job
+from ltopd.twins.architectures import TWINS, twin_backbone
+from ltopd.twins.corpus import corpus
+from ltopd.twins.pretrain import accumulate_loss
+from ltopd.twins.tokenizer import build_tokenizer
 
 
 def measure(twin: str, side: int, tok, updates: int, items: int) -> dict:

@@ -8,8 +8,8 @@ import torch
 
 from ltopd.models.backbone import Backbone
 from ltopd.models.loading import load_backbone, load_tokenizer
-from ltopd.models.release import read_manifest
-from ltopd.models.twins import twin_backbone
+from ltopd.models.manifest import read_manifest
+from ltopd.twins.architectures import twin_backbone
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:

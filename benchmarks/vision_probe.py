@@ -2,7 +2,7 @@
 language model in the path) and prints held-out shape accuracy as it trains:
 
     python benchmarks/vision_probe.py --labels image   # one shape label per image, mean-pooled head
-    python benchmarks/vision_probe.py --labels dense   # ltopd.models.dense_vision's per-cell labels
+    python benchmarks/vision_probe.py --labels dense   # ltopd.twins.dense_vision's per-cell labels
 
 `image` asks the shape of one large object (72-120 px, clean background); `dense` trains on 1-5
 objects of 32-120 px and scores, per held-out image, each labelled shape by the summed shape
@@ -19,10 +19,10 @@ import torch
 from ltopd.data.sources import world_config
 from ltopd.data.world import generate_task_item
 from ltopd.data.world.palette import SHAPES
-from ltopd.models.dense_vision import CLASSES, DenseHeads, cell_labels, dense_loss
 from ltopd.models.loading import load_tokenizer
-from ltopd.models.pretrain import parameter_groups
-from ltopd.models.twins import twin_backbone
+from ltopd.models.parts import parameter_groups
+from ltopd.twins.architectures import twin_backbone
+from ltopd.twins.dense_vision import CLASSES, DenseHeads, cell_labels, dense_loss
 
 WORLDS = {
     "image": {"min_objects": 1, "max_objects": 1, "text_prob": 0.0, "clutter": 0.0,

@@ -1,6 +1,6 @@
 """Can a twin's vision tower tell the 40 closed-vocabulary words apart? Supervises the tower and
 merger directly (no language model in the path), with one linear word head on the merged-token
-cells a word or sign block covers (ltopd.models.dense_vision.cell_labels), and prints held-out
+cells a word or sign block covers (ltopd.twins.dense_vision.cell_labels), and prints held-out
 word accuracy (the argmax of the head's votes summed over the word's cells; chance 1/40):
 
     python benchmarks/word_probe.py [--init release|fresh] [--font 22] [--lr 2e-3] [--steps 400]
@@ -20,10 +20,10 @@ import torch
 from ltopd.data.sources import world_config
 from ltopd.data.world import generate_task_item
 from ltopd.data.world.text import WORDS
-from ltopd.models.dense_vision import WORD_KINDS, batch_cell_labels, record_scene
 from ltopd.models.loading import load_backbone, load_tokenizer
-from ltopd.models.pretrain import parameter_groups
-from ltopd.models.twins import twin_backbone
+from ltopd.models.parts import parameter_groups
+from ltopd.twins.architectures import twin_backbone
+from ltopd.twins.dense_vision import WORD_KINDS, batch_cell_labels, record_scene
 
 SEED = 9_100_000  # this probe's item seed (vision_probe.py draws from 9,000,000)
 

@@ -84,9 +84,9 @@ def test_the_jobs_code_inputs_hold_what_the_hand_lists_missed(job, module):
 
 
 def test_the_release_code_is_the_release_builds_imports():
-    from ltopd.models.release import code_hashes
+    from ltopd.twins.release import code_hashes
 
     files = set(code_hashes())
-    assert {"models/pretrain.py", "bench/evidence.py", "bench/suites/instruct.py", "data/sources.py",
-            "models/release_job.py"} <= files
+    assert {"twins/pretrain.py", "bench/evidence.py", "bench/suites/instruct.py", "data/sources.py",
+            "twins/build.py"} <= files
     assert "report/table2.py" not in files and "pipeline/train_job.py" not in files

@@ -1,8 +1,9 @@
 """The package's import graph has no cycles (every import counted, lazy ones too), the catalog sits
-at the bottom, and library packages never import the orchestration layer (profiles, grid, MLflow,
-DVC, the jobs and the CLI).
+at the bottom, library packages never import the orchestration layer (profiles, grid, MLflow,
+DVC, the jobs and the CLI), no two packages import each other, and a package imports only its own
+floor and the floors below it (docs/design.md's package map), save the arrows named there.
 
-    python -m pytest tests/test_imports.py   # prints the cycle if one appears
+    python -m pytest tests/test_imports.py   # prints the cycle, the pair or the arrow if one appears
 """
 from __future__ import annotations
 
@@ -12,8 +13,24 @@ from ltopd.codegraph import import_graph
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 ORCHESTRATION = ("ltopd.pipeline", "ltopd.cli", "ltopd.config", "ltopd.grid", "ltopd.tracking", "ltopd.dvcgen")
-LIBRARY = ("ltopd.data", "ltopd.selectors", "ltopd.models", "ltopd.bench", "ltopd.train", "ltopd.report",
-           "ltopd.efficiency")
+LIBRARY = ("ltopd.data", "ltopd.selectors", "ltopd.models", "ltopd.bench", "ltopd.stats", "ltopd.twins",
+           "ltopd.train", "ltopd.efficiency", "ltopd.report")
+# docs/design.md's floors, from the ground up. A package is the first level under ltopd (a
+# top-level module is a package of its own); it imports its own floor and the floors below.
+FLOORS = (
+    ("ltopd", "ltopd.catalog", "ltopd.atomic", "ltopd.codegraph", "ltopd.job_identity", "ltopd.import_trace",
+     "ltopd.jsonl", "ltopd.sections", "ltopd.progress", "ltopd.watchdog", "ltopd.reported"),
+    ("ltopd.data", "ltopd.selectors"),
+    ("ltopd.models",),
+    ("ltopd.bench",),
+    ("ltopd.stats",),
+    ("ltopd.twins", "ltopd.train", "ltopd.efficiency"),
+    ("ltopd.report",),
+    ORCHESTRATION,
+)
+# Arrows that run back up (a package importing one on a higher floor): at most one, each named in
+# docs/design.md ("Arrows that run back up") with why.
+BACK_UP = frozenset[tuple[str, str]]()
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -71,24 +88,54 @@ def test_no_import_cycles():
     assert cycles(import_graph()) == []
 
 
-def test_library_never_imports_the_orchestration_layer():
-    graph = import_graph()
-    offenders = {m: sorted(d for d in deps if d.startswith(ORCHESTRATION))
-                 for m, deps in graph.items() if m.startswith(LIBRARY)}
-    assert {m: d for m, d in offenders.items() if d} == {}
+def package(module: str) -> str:
+    """ltopd.models.hook -> ltopd.models; ltopd.catalog -> ltopd.catalog (its own package)."""
+    return ".".join(module.split(".")[:2])
 
 
-def test_the_catalog_imports_nothing_of_the_package():
-    assert import_graph()["ltopd.catalog"] == set()
+def package_arrows() -> dict[tuple[str, str], list[str]]:
+    """(package, package it imports) -> the module imports that make the arrow."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for m, deps in import_graph().items():
+        for d in deps:
+            if package(m) != package(d):
+                out.setdefault((package(m), package(d)), []).append(f"{m} -> {d}")
+    return {k: sorted(v) for k, v in out.items()}
 
 
-def test_tests_mirror_the_package_layout():
-    """tests/<package>/ holds the tests of src/ltopd/<package>/; the top level those of top-level
-    modules (test_<module>.py) and the package-wide checks (imports, lint)."""
-    tests = SRC.parent / "tests"
-    packages = {p.name for p in (SRC / "ltopd").iterdir() if (p / "__init__.py").is_file()}
-    folders = {p.name for p in tests.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
-    assert folders <= packages, folders - packages
-    modules = {p.stem for p in (SRC / "ltopd").glob("*.py")}
-    top = {p.stem.removeprefix("test_") for p in tests.glob("test_*.py")}
-    assert top - {"imports", "lint"} <= modules, top - modules
+def test_no_two_packages_import_each_other():
+    arrows = package_arrows()
+    pairs = {(a, b): arrows[(a, b)] + arrows[(b, a)] for a, b in arrows if a < b and (b, a) in arrows}
+    assert pairs == {}
+    graph: dict[str, set[str]] = {}
+    for a, b in arrows:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set())
+    assert cycles(graph) == []  # nor three or more in a circle
+
+
+def test_every_package_stands_on_one_floor():
+    placed = [p for floor in FLOORS for p in floor]
+    assert len(placed) == len(set(placed)), sorted(p for p in placed if placed.count(p) > 1)
+    assert {package(m) for m in import_graph()} == set(placed)
+
+
+def back_up(arrows: dict[tuple[str, str], list[str]], floors: tuple[tuple[str, ...], ...]) -> dict:
+    """The arrows from a package to one on a higher floor."""
+    floor = {p: i for i, f in enumerate(floors) for p in f}
+    return {k: v for k, v in arrows.items() if floor[k[1]] > floor[k[0]]}
+
+
+def test_the_floor_check_finds_a_hand_made_arrow_back_up():
+    arrows = {("a.x", "a.y"): ["a.x.m -> a.y.n"], ("a.y", "a.z"): ["a.y.n -> a.z"], ("a.z", "a.x"): ["a.z -> a.x"]}
+    assert back_up(arrows, (("a.z",), ("a.x", "a.y"))) == {("a.z", "a.x"): ["a.z -> a.x"]}
+    assert package("ltopd.models.hook") == "ltopd.models" and package("ltopd.catalog") == "ltopd.catalog"
+
+
+def test_arrows_run_down_save_the_named_ones():
+    up = back_up(package_arrows(), FLOORS)
+    assert set(up) <= BACK_UP, {k: v for k, v in up.items() if k not in BACK_UP}
+    assert len(BACK_UP) <= 1
+    design = (SRC.parent / "docs" / "design.md").read_text()
+    section = design.split("### Arrows that run back up", 1)[1].split("\n#", 1)[0]
+    assert all(f"{a} -> {b}" in section for a, b in BACK_UP)

@@ -33,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         from ltopd import import_trace
 
         import_trace.install(os.environ["LTOPD_TRACE_IMPORTS"], job)
+    from ltopd import watchdog
     from ltopd.config import ConfigError
-    from ltopd.pipeline import watchdog
 
     watchdog.start()  # a job started by Snakemake stops once that Snakemake process is gone
     args = parser().parse_args(argv)

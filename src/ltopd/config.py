@@ -186,9 +186,9 @@ def _study_problems(cfg: dict[str, Any]) -> list[str]:
 
 def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
     from ltopd.data.world import TASKS
-    from ltopd.models.release import twin_spec
-    from ltopd.models.twins import TWINS
     from ltopd.selectors import SELECTORS
+    from ltopd.twins.architectures import TWINS
+    from ltopd.twins.release import twin_spec
 
     out = []
     for name, bb in cfg["backbones"].items():
@@ -225,7 +225,7 @@ def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
     return out
 
 
-# ltopd.models.pretrain.DENSE_OBJECTIVES (a test keeps them equal; that module imports torch).
+# ltopd.twins.pretrain.DENSE_OBJECTIVES (a test keeps them equal; that module imports torch).
 DENSE_OBJECTIVES = ("dense", "words")
 
 

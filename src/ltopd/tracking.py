@@ -190,7 +190,7 @@ def close_stale_pipelines(s: Settings, exp_id: str) -> list[str]:
     Returns the parent runs' ids."""
     import sys
 
-    from ltopd.pipeline.watchdog import Owner
+    from ltopd.watchdog import Owner
 
     client = _client(s)
     running = "attributes.status = 'RUNNING'"
@@ -219,7 +219,7 @@ def start_pipeline(s: Settings, config_file: str) -> str:
     """Create the parent run of this invocation and write its id where jobs will find it; first
     close the runs a killed invocation left RUNNING."""
     from ltopd.atomic import write_json
-    from ltopd.pipeline.watchdog import Owner
+    from ltopd.watchdog import Owner
 
     relocate(s)  # the project folder may have moved since the last invocation
     exp_id = ensure_experiment(s)

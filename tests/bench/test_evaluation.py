@@ -14,8 +14,8 @@ from ltopd.bench.scoring import score
 from ltopd.bench.store import build_records, load_saved, save_records
 from ltopd.data.records import hash_record
 from ltopd.grid import eval_setting
-from ltopd.models.tokenizer import build_tokenizer
-from ltopd.models.twins import twin_backbone
+from ltopd.twins.architectures import twin_backbone
+from ltopd.twins.tokenizer import build_tokenizer
 
 WORLD = {"image_size": 128}
 
@@ -122,7 +122,7 @@ def test_evaluate_rejects_unknown_benchmark_and_empty_records() -> None:
 def test_evaluate_runs_a_real_twin_end_to_end(vstar) -> None:
     """The real path: encode, select at 5%, greedy generate with the cache, score."""
     from ltopd.catalog import BENCHMARKS
-    from ltopd.models.corpus import corpus
+    from ltopd.twins.corpus import corpus
 
     tok = build_tokenizer(list(corpus(WORLD, 4, BENCHMARKS)), 600)
     bb = twin_backbone("qwen35-tiny", tok, seed=0)

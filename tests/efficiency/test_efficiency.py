@@ -136,8 +136,8 @@ def test_table5_paper_numbers_are_the_reported_ones() -> None:
 @pytest.fixture(scope="module")
 def tokenizer():
     from ltopd.catalog import BENCHMARKS
-    from ltopd.models.corpus import corpus
-    from ltopd.models.tokenizer import build_tokenizer
+    from ltopd.twins.corpus import corpus
+    from ltopd.twins.tokenizer import build_tokenizer
 
     return build_tokenizer(list(corpus(WORLD, 4, BENCHMARKS)), 600)
 
@@ -167,7 +167,7 @@ def test_question_subset_and_reference(tokenizer, textvqa) -> None:
 
 @pytest.mark.parametrize("twin", ["qwen35-tiny", "glm46v-tiny", "llava-ov-tiny"])
 def test_request_replays_the_reference_with_one_prefill_and_cached_steps(tokenizer, textvqa, twin) -> None:
-    from ltopd.models.twins import twin_backbone
+    from ltopd.twins.architectures import twin_backbone
 
     bb = twin_backbone(twin, tokenizer, seed=0)
     rec = select_questions(textvqa, tokenizer, 4)[0]
@@ -195,7 +195,7 @@ def test_request_replays_the_reference_with_one_prefill_and_cached_steps(tokeniz
 
 
 def test_profiler_counts_the_analytic_matmuls_of_a_full_attention_twin(tokenizer, textvqa) -> None:
-    from ltopd.models.twins import twin_backbone
+    from ltopd.twins.architectures import twin_backbone
 
     bb = twin_backbone("llava-ov-tiny", tokenizer, seed=0)
     prepared = prepare(bb, select_questions(textvqa, tokenizer, 4)[0], 4)
@@ -208,7 +208,7 @@ def test_profiler_counts_the_analytic_matmuls_of_a_full_attention_twin(tokenizer
 
 
 def test_measure_runs_the_protocol_on_a_twin_in_seconds(tokenizer, textvqa) -> None:
-    from ltopd.models.twins import twin_backbone
+    from ltopd.twins.architectures import twin_backbone
 
     bb = twin_backbone("qwen35-tiny", tokenizer, seed=0)
     methods = [Method("full", 1.0, None), Method("ltopd", 0.05, "cdpruner"), Method("hiprune", 0.05, "hiprune")]

@@ -15,8 +15,8 @@ from transformers.modeling_outputs import BaseModelOutputWithPooling
 
 from ltopd.models.hook import Selection
 from ltopd.models.loading import load_backbone, save_backbone
-from ltopd.models.tokenizer import build_tokenizer
-from ltopd.models.twins import twin_backbone
+from ltopd.twins.architectures import twin_backbone
+from ltopd.twins.tokenizer import build_tokenizer
 
 CORPUS = [
     "What colour is the square? How many circles are there? Is there a red triangle?",

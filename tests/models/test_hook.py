@@ -9,8 +9,8 @@ from PIL import Image
 from test_families import _reference_inputs, _reference_logits  # the hand-built references, every family
 
 from ltopd.models.hook import Selection, check_ratio, prune_sequence
-from ltopd.models.tokenizer import build_tokenizer
-from ltopd.models.twins import twin_backbone
+from ltopd.twins.architectures import twin_backbone
+from ltopd.twins.tokenizer import build_tokenizer
 
 CORPUS = [
     "What colour is the square? How many circles are there? Is there a red triangle?",

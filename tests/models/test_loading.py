@@ -7,8 +7,8 @@ import stat
 
 def test_a_saved_backbone_is_readable_by_the_group_with_umask_022(tmp_path):
     from ltopd.models.loading import load_backbone, save_backbone
-    from ltopd.models.tokenizer import build_tokenizer
-    from ltopd.models.twins import twin_backbone
+    from ltopd.twins.architectures import twin_backbone
+    from ltopd.twins.tokenizer import build_tokenizer
 
     tok = build_tokenizer(["what colour is the square?", "is there a red circle?"] * 20, 300)
     old = os.umask(0o022)

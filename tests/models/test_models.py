@@ -11,8 +11,9 @@ from PIL import Image
 from ltopd.models.loading import load_backbone, load_tokenizer, save_backbone
 from ltopd.models.processor import ImageTextProcessor, build_image_processor
 from ltopd.models.prompt import build_messages, build_target, extract_answer, render_prompt
-from ltopd.models.tokenizer import SPECIAL_TOKENS, build_tokenizer
-from ltopd.models.twins import build_twin, twin_backbone, twin_config
+from ltopd.models.special_tokens import SPECIAL_TOKENS
+from ltopd.twins.architectures import build_twin, twin_backbone, twin_config
+from ltopd.twins.tokenizer import build_tokenizer
 
 CORPUS = ["What colour is the square? A. red B. blue. How many circles are there? 3"] * 30
 RECORD = {

@@ -10,8 +10,8 @@ from torch import nn
 
 from ltopd.models.loading import load_backbone, save_backbone
 from ltopd.models.patch_linear import PatchLinearConv2d, PatchLinearConv3d, linearize_patch_convs
-from ltopd.models.tokenizer import build_tokenizer
-from ltopd.models.twins import twin_backbone
+from ltopd.twins.architectures import twin_backbone
+from ltopd.twins.tokenizer import build_tokenizer
 
 FAMILIES = ["qwen35-tiny", "glm46v-tiny", "llava-ov-tiny"]
 STOCK = {PatchLinearConv3d: nn.Conv3d, PatchLinearConv2d: nn.Conv2d}

@@ -84,9 +84,9 @@ def test_a_trained_student_is_evaluated_with_the_profiles_training_selector(tmp_
 
     from ltopd.bench.store import build_records, save_records
     from ltopd.models.loading import save_backbone
-    from ltopd.models.tokenizer import build_tokenizer
-    from ltopd.models.twins import twin_backbone
     from ltopd.tracking import ENV_PREFIX, Settings
+    from ltopd.twins.architectures import twin_backbone
+    from ltopd.twins.tokenizer import build_tokenizer
 
     settings = Settings(f"sqlite:///{tmp_path}/m.db", "e", str(tmp_path / "a"), str(tmp_path / "parent.json"), "t")
     for key, value in asdict(settings).items():

@@ -13,9 +13,9 @@ from ltopd.cli import main
 from ltopd.models.hook import choose
 from ltopd.models.inference import predict_settings
 from ltopd.models.loading import save_backbone
-from ltopd.models.tokenizer import build_tokenizer
-from ltopd.models.twins import twin_backbone
 from ltopd.selectors import requirements
+from ltopd.twins.architectures import twin_backbone
+from ltopd.twins.tokenizer import build_tokenizer
 
 SETTINGS = [(1.0, "cdpruner"), (0.05, "cdpruner"), (0.2, "fastv"), (0.1, "random"), (0.05, "dart")]
 

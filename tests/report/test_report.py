@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ltopd.report import figures, gates, table2
-from ltopd.report.reported import paper_rows
+from ltopd.report import figures, table2
 from ltopd.report.retain import Stat, retain_ratio
+from ltopd.reported import paper_rows
+from ltopd.stats import gates
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORTED = ROOT.parent / "shared" / "paper" / "reported-numbers.md"
@@ -284,10 +285,10 @@ def test_gate_keeps_only_benchmarks_full_tokens_clearly_win() -> None:
     assert ci.estimate == pytest.approx(100 * 5 / 9) and ci.lo < ci.estimate < ci.hi
     assert ours[0]["avg_retain_ci"] == (100.0, 100.0, 100.0, 0.0)
     # the gate's numbers: full 90 vs QO 12.5 on seed 0, paired SE of that difference
-    from ltopd.report import stats
+    from ltopd.stats import bootstrap
 
     qo_rows, _ = gates.question_only(preds[("bb", "full", 1.0, "gqa", 0)], "gqa", fit[("gqa", 0)])
-    _, _, _, se = stats.paired_diff_ci(preds[("bb", "full", 1.0, "gqa", 0)], qo_rows, "gqa", 400, 0)
+    _, _, _, se = bootstrap.paired_diff_ci(preds[("bb", "full", 1.0, "gqa", 0)], qo_rows, "gqa", 400, 0)
     assert gate["bench"]["gqa"].mean == pytest.approx((90 - 12.5) / se)
     text = "\n".join(notes)
     assert "passed: gqa +" in text and "failed: vstar +" in text and "gqa: 40 records of another seed" in text
@@ -455,8 +456,8 @@ def test_headline_json_for_dvc_metrics():
     import math
 
     from ltopd.report.retain import Stat
-    from ltopd.report.stats import Interval
     from ltopd.report.table2 import headline
+    from ltopd.stats.bootstrap import Interval
 
     rows = [
         {"source": "ours", "method": "full", "budget": 1.0, "avg_retain": Stat(100.0, 0.0, 1)},
@@ -470,46 +471,6 @@ def test_headline_json_for_dvc_metrics():
         "full@1": {"avg_retain": 100.0, "avg_retain_lo": None, "avg_retain_hi": None},
         "cdpruner@0.05": {"avg_retain": 71.23, "avg_retain_lo": 60.0, "avg_retain_hi": 80.56},
         "ltopd@0.05": {"avg_retain": None, "avg_retain_lo": None, "avg_retain_hi": None}}}
-
-
-def test_chance_guesses_by_hand() -> None:
-    rows = [{"options": ["x", "y", "z"]}, {"options": []}, {"options": []}]
-    prior = ["A", "yes", "w0"]
-    guesses = [gates.chance_predictions(rows, prior, "mme", seed) for seed in range(40)]
-    assert all(g[0] in "ABC" and g[1] in ("yes", "no") and g[2] == "w0" for g in guesses)  # open: the prior's
-    assert {g[0] for g in guesses} == set("ABC") and {g[1] for g in guesses} == {"yes", "no"}
-    assert gates.chance_predictions(rows, prior, "mme", 3) == guesses[3]  # seeded
-
-
-def test_on_mme_pairs_a_coin_beats_every_constant_answer_and_becomes_the_baseline() -> None:
-    """MME scores acc + acc+ per category: a constant answer gets 50 + 0, a coin about 50 + 25."""
-    from ltopd.bench.scoring import score
-    from ltopd.bench.suites import synthetic_records
-
-    world = {"image_size": 128}
-    scored, fit = synthetic_records("mme", 400, 0, world), synthetic_records("mme", 400, 1, world)
-    rows, how = gates.question_only(scored, "mme", fit)
-    categories = len({json.loads(r["meta"])["category"] for r in scored})
-    assert how.startswith("uniform guess") and "400 records of another seed" in how
-    assert score("mme", [dict(r, prediction="yes") for r in scored])["score"] == 50 * categories
-    assert 60 * categories < score("mme", rows)["score"] < 90 * categories  # about 75 per category
-    # where the prior is the better guesser (GQA's open answers) it stays
-    _, gqa_how = gates.question_only(synthetic_records("gqa", 60, 0, world), "gqa",
-                                     synthetic_records("gqa", 60, 1, world))
-    assert gqa_how == "60 records of another seed"
-
-
-def test_the_guesser_is_chosen_out_of_sample_and_cross_fitted_without_fit_records() -> None:
-    from ltopd.bench.suites import synthetic_records
-
-    world = {"image_size": 128}
-    scored = synthetic_records("mme", 200, 0, world)
-    # no fit records (real data): chosen on the scored items, the prior cross-fitted there
-    rows, how = gates.question_only(scored, "mme")
-    assert how.startswith("uniform guess") and "5-fold cross-fit" in how
-    # an empty fit set: nothing to choose on, the prior's fallbacks answer ('yes')
-    rows, how = gates.question_only(scored, "mme", [])
-    assert how == "0 records of another seed" and {r["prediction"] for r in rows} == {"yes"}
 
 
 def _profile(tmp_path: Path, base: str = "smoke", **training) -> Path:

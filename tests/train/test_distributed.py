@@ -27,8 +27,8 @@ TOL = 1e-5  # float32: the ranks' mean of means vs one mean over the batch
 def setup(tmp_path_factory):
     from ltopd.data import lt14k
     from ltopd.models.loading import save_backbone
-    from ltopd.models.tokenizer import build_tokenizer
-    from ltopd.models.twins import twin_backbone
+    from ltopd.twins.architectures import twin_backbone
+    from ltopd.twins.tokenizer import build_tokenizer
 
     tmp = tmp_path_factory.mktemp("dist")
     cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
@@ -37,7 +37,7 @@ def setup(tmp_path_factory):
     profile = tmp / "profile.yaml"
     profile.write_text(yaml.safe_dump(cfg))
     manifest = lt14k.build(cfg["lt14k"], cfg["world"], tmp / "lt14k", progress=False)
-    from ltopd.models.corpus import corpus
+    from ltopd.twins.corpus import corpus
 
     tok = build_tokenizer(list(corpus(cfg["world"], 8)), 600)
     save_backbone(twin_backbone("qwen35-tiny", tok, seed=0), tmp / "model")

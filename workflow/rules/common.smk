@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ltopd import config as ltopd_config
 from ltopd import catalog, grid, tracking
-from ltopd.pipeline import watchdog
+from ltopd import watchdog
 
 
 PATHS = grid.paths(config)
@@ -17,7 +17,8 @@ def check_releases():
     """Before any job: stop when a released twin's weights do not match its manifest (one line
     naming the file); say which releases are missing (the run would rebuild them: hours) or were
     built by other code, libraries or recipe than the current ones."""
-    from ltopd.models.release import MANIFEST, REBUILD, ReleaseError, staleness, verify_weights
+    from ltopd.models.manifest import MANIFEST, REBUILD, ReleaseError, verify_weights
+    from ltopd.twins.release import staleness
 
     for name in grid.released(config):
         folder = PATHS["release"].format(backbone=name)
@@ -142,7 +143,7 @@ def release_weights(backbone):
     """A released twin's weights (sha256 per file, from its manifest) as a job param, so that a
     newly committed release reruns exactly the jobs that start from it; "" for other backbones
     and for a release not built yet. Read once per parse (every job of the backbone asks)."""
-    from ltopd.models.release import MANIFEST, read_manifest
+    from ltopd.models.manifest import MANIFEST, read_manifest
 
     folder = grid.model_path(config, backbone)
     if not config["backbones"][backbone].get("release") or not Path(folder, MANIFEST).is_file():

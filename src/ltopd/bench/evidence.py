@@ -11,7 +11,7 @@ and the world's `exists` task's), the style is asked for in the question (:data:
 with two formats for one prompt the plain one wins (docs/pretraining.md).
 
 A pretraining stage's `evidence` and `text_only` keys apply the style to its items
-(ltopd.models.twin_job.stage_source; release code, hashed in the manifests); a backbone entry's
+(ltopd.twins.job.stage_source; release code, hashed in the manifests); a backbone entry's
 `evidence` has evaluation and the release gates ask those twins with their instruction.
 :func:`text_only` also makes the blind twin (ltopd.pipeline.evaluate, the release gates).
 

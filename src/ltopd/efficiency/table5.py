@@ -1,7 +1,7 @@
 """Table 5: KV cache, prefill FLOPs and latency, full vs reduced, with the paper's rows beside ours.
 
 Three kinds of rows (column ``source``):
-* ``paper``: Table 5 as reported (Qwen3.5-4B, 5%), from ltopd/report/paper_numbers.yaml.
+* ``paper``: Table 5 as reported (Qwen3.5-4B, 5%), from ltopd/paper_numbers.yaml.
 * ``analytic``: Qwen3.5-4B from config/models/qwen3_5_4b.json and the protocol's token counts
   (derived from the paper's two KV figures, see :func:`analytic_rows`).
 * ``ours``: the Appendix E protocol measured on the profile's backbones (twins on CPU by default):
@@ -21,7 +21,7 @@ from typing import Any
 
 from ltopd.catalog import METHODS
 from ltopd.efficiency.analytic import MB, TFLOP, ProtocolTokens, TextArch, kv_cache, prefill_flops, tokens_from_kv
-from ltopd.report.reported import paper_numbers
+from ltopd.reported import paper_numbers
 
 COLUMNS = ("source", "backbone", "method", "budget", "text_tokens", "visual_tokens", "kept_tokens",
            "prefill_tokens", "kv_cache_mb", "kv_change_pct", "linear_state_mb", "prefill_tflops",

@@ -29,7 +29,7 @@ from ltopd.models.llava_ov import LlavaOVOps
 from ltopd.models.processor import ImageTextProcessor
 from ltopd.models.prompt import render_prompt, user_text
 from ltopd.models.qwen35 import Qwen35Ops
-from ltopd.models.tokenizer import ANSWER_CLOSE, IM_END
+from ltopd.models.special_tokens import ANSWER_CLOSE, IM_END
 from ltopd.selectors import SelectionInputs, requirements
 
 

@@ -19,7 +19,7 @@ from ltopd.models.processor import ImageTextProcessor
 def load_backbone(path: str | Path) -> Backbone:
     """Backbone from a saved directory, offline; clear errors for missing or unsupported checkpoints.
     A released twin (a folder with a manifest) is loaded only if its weights match the manifest."""
-    from ltopd.models.release import MANIFEST, verify_weights
+    from ltopd.models.manifest import MANIFEST, verify_weights
 
     directory = Path(path)
     if not directory.is_dir():

@@ -24,7 +24,7 @@ from transformers.models.llava_onevision.image_processing_pil_llava_onevision im
 )
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-from ltopd.models.tokenizer import IMAGE_PAD, VISION_END, VISION_START
+from ltopd.models.special_tokens import IMAGE_PAD, VISION_END, VISION_START
 
 CONFIG_NAME = "ltopd_processor.json"
 # The image processor classes a saved processor may name (loaded offline by class, never by hub lookup).

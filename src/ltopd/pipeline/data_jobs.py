@@ -59,9 +59,9 @@ def build_lt14k(args: argparse.Namespace) -> int:
 def build_tokenizer(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_dir
     from ltopd.catalog import BENCHMARKS
-    from ltopd.models.corpus import corpus
-    from ltopd.models.tokenizer import build_tokenizer
     from ltopd.tracking import job_run
+    from ltopd.twins.corpus import corpus
+    from ltopd.twins.tokenizer import build_tokenizer
 
     spec, settings = _job_inputs(args, ("pretrain", "world"))
     tk = spec["pretrain"]["tokenizer"]

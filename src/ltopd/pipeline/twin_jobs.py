@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--state", required=True, help="folder of the resumable pretraining state")
     s.add_argument("--warm-start", metavar="RELEASE", help="a release whose recipe this one continues (its stages, "
                    "then one with `fresh_optimizer`): start from its weights instead of rerunning its stages "
-                   "(the weights a build from scratch gives; ltopd.models.release_job.warm_start)")
+                   "(the weights a build from scratch gives; ltopd.twins.build.warm_start)")
     _twin_arguments(s)
     s.set_defaults(func=release_twin)
     s = sub.add_parser("release-report", help="the released twins' cost and gates as markdown (docs/releases.md, "
@@ -48,15 +48,15 @@ def pretrain_twin(args: argparse.Namespace) -> int:
     import torch
 
     from ltopd.atomic import write_json
-    from ltopd.models import twin_job
     from ltopd.models.loading import load_tokenizer, save_backbone
     from ltopd.progress import bar as progress_bar
     from ltopd.tracking import flatten, job_run
+    from ltopd.twins import job as twin_job
 
     # Snakemake's `threads`: parallel 1-thread jobs beat one 2-thread job on small CPUs
     torch.set_num_threads(args.threads)
     spec, settings = _job_inputs(args, ("backbones", "pretrain", "reduction", "world"))
-    from ltopd.models.release import twin_spec
+    from ltopd.twins.release import twin_spec
 
     spec = twin_spec(spec, args.backbone)  # the twin's own stages, if its entry has them
     twin = spec["backbones"][args.backbone]["twin"]
@@ -88,11 +88,11 @@ def pretrain_twin(args: argparse.Namespace) -> int:
 def release_twin(args: argparse.Namespace) -> int:
     import torch
 
-    from ltopd.models import release_job
     from ltopd.models.loading import load_tokenizer
     from ltopd.progress import bar as progress_bar
     from ltopd.report import releases
     from ltopd.tracking import flatten, job_run
+    from ltopd.twins.build import CHECKPOINT_EVERY, build
 
     torch.set_num_threads(args.threads)
     spec, settings = _job_inputs(args, ("backbones", "pretrain", "reduction", "world", "evaluation"))
@@ -100,7 +100,7 @@ def release_twin(args: argparse.Namespace) -> int:
     if not entry.get("twin"):
         raise SystemExit(f"backbones.{args.backbone}: no `twin` to release; twins: "
                          f"{sorted(b for b, e in spec['backbones'].items() if e.get('twin'))}")
-    from ltopd.models.release import twin_spec
+    from ltopd.twins.release import twin_spec
 
     spec = twin_spec(spec, args.backbone)  # the twin's own stages, if its entry has them
     tokenizer = load_tokenizer(args.tokenizer)
@@ -117,9 +117,8 @@ def release_twin(args: argparse.Namespace) -> int:
             bar.set_postfix(stage=log.stage, loss=f"{log.loss:.3f}", refresh=False)
             bar.update()
 
-        every = spec["pretrain"].get("checkpoint_every", release_job.CHECKPOINT_EVERY)
-        manifest = release_job.build(spec, args.backbone, tokenizer, args.state, args.out, on_step=on_step,
-                                     checkpoint_every=every)
+        every = spec["pretrain"].get("checkpoint_every", CHECKPOINT_EVERY)
+        manifest = build(spec, args.backbone, tokenizer, args.state, args.out, on_step=on_step, checkpoint_every=every)
         run.log_metrics({k: float(v) for k, v in flatten(manifest["gates"]["benchmarks"]).items()
                          if isinstance(v, (int, float)) and not isinstance(v, bool)})
     cost, gates = manifest["pretraining"], manifest["gates"]
@@ -134,7 +133,7 @@ def _claim_state(args: argparse.Namespace, spec: dict[str, Any]) -> None:
     """--state resumes only the build of this recipe, tokenizer, warm-start parent and code
     (ltopd.job_identity): another build's state is set aside, with one line saying why."""
     from ltopd.job_identity import claim, identity
-    from ltopd.models.release import RELEASE_MODULES, recipe
+    from ltopd.twins.release import RELEASE_MODULES, recipe
 
     inputs = {"tokenizer": Path(args.tokenizer) / "tokenizer.json",
               **({"warm_start": args.warm_start} if args.warm_start else {})}
@@ -145,23 +144,23 @@ def _warm_start_or_resume(args: argparse.Namespace, spec: dict[str, Any]) -> Non
     """With --warm-start, seed --state from the release unless it holds this warm start's state
     (then resume it). `_claim_state` has already set aside any state of another build, so a
     state and its warm-start record here are this build's."""
-    from ltopd.models import release_job
-    from ltopd.models.pretrain import STATE_FILE
+    from ltopd.twins.build import WARM_START, warm_start
+    from ltopd.twins.pretrain import STATE_FILE
 
-    state, record = Path(args.state) / STATE_FILE, Path(args.state) / release_job.WARM_START
+    state, record = Path(args.state) / STATE_FILE, Path(args.state) / WARM_START
     if not args.warm_start:
         return
     if state.is_file() and record.is_file():
         print(f"resuming the warm-started build in {args.state}")
         return
-    from ltopd.models.release import sha256_file
+    from ltopd.job_identity import sha256_file
 
     mine_tok, theirs_tok = (Path(d) / "tokenizer.json" for d in (args.tokenizer, args.warm_start))
     if sha256_file(mine_tok) != sha256_file(theirs_tok):  # same vocabulary size is not the same vocabulary
         raise SystemExit(f"--tokenizer {args.tokenizer} is not the tokenizer of {args.warm_start}: its weights "
                          "index another vocabulary (pass the release folder itself as --tokenizer)")
     record.unlink(missing_ok=True)
-    info = release_job.warm_start(spec, args.backbone, args.warm_start, args.state)
+    info = warm_start(spec, args.backbone, args.warm_start, args.state)
     print(f"warm start from {args.warm_start}: its {info['steps']} updates; code changed since: "
           f"{info['code_changed_since_parent'] or 'none'}")
 

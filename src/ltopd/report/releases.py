@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ltopd.models.release import MANIFEST, read_manifest, reduced_key
+from ltopd.models.manifest import MANIFEST, read_manifest, reduced_key
 
 BEGIN, END = "<!-- releases:begin (ltopd release-report) -->", "<!-- releases:end -->"
 
@@ -43,7 +43,7 @@ def render(found: Mapping[str, Mapping[str, Any]], release_dir: str | Path, miss
 
 
 def gate_table(gates: Mapping[str, Any]) -> list[str]:
-    """A manifest's (or ltopd.models.release_job.twin_gates') gates as markdown table lines."""
+    """A manifest's (or ltopd.twins.build.twin_gates') gates as markdown table lines."""
     s = gates["settings"]
     reduced = reduced_key(s)
     lines = [f"| benchmark | n | question-only (out of sample) | blind twin | full tokens | "
@@ -64,7 +64,7 @@ def gate_table(gates: Mapping[str, Any]) -> list[str]:
 
 
 def _warm_start(cost: Mapping[str, Any]) -> str:
-    """Where a warm-started build began (ltopd.models.release_job.warm_start)."""
+    """Where a warm-started build began (ltopd.twins.build.warm_start)."""
     start = cost.get("warm_start")
     if not start:
         return ""

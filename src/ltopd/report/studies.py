@@ -14,8 +14,8 @@ from typing import Any
 from ltopd.catalog import METHODS, study_methods
 from ltopd.efficiency.analytic import TextArch, keep_count, prefill_flops
 from ltopd.report import table2
-from ltopd.report.reported import paper_backbone, paper_rows
 from ltopd.report.retain import Stat
+from ltopd.reported import paper_backbone, paper_rows
 
 NO_GAP = "no gap to recover: pruning did not lower the score"
 

@@ -3,14 +3,14 @@ and the average retain ratio, our rows (mean and spread over seeds) beside the p
 
 Given the evaluations' per-item predictions (:func:`build` with ``predictions``), Table 2 also
 
-* scores the question-only baseline (ltopd.report.gates.question_only: the better of an answer
+* scores the question-only baseline (ltopd.stats.gates.question_only: the better of an answer
   prior and a uniform guess): for a synthetic twin the prior is fitted on the twin's records at
   the fit seed (``fit_records``), for a benchmark without them (real data) K-fold cross-fitted
   on the scored records, folds by resampling unit;
 * gates each benchmark: it enters the average retain ratio only if the full-token model beats
   that baseline, and the blind twin (method ``blind``) where it was evaluated, by at least
   :data:`GATE_SE` standard errors each (paired bootstrap SEs on the first seed's items,
-  ltopd.report.stats); with no benchmark passing the average is n/a;
+  ltopd.stats.bootstrap); with no benchmark passing the average is n/a;
 * gives every average retain ratio a 95% bootstrap interval (items resampled per benchmark by
   unit, jointly for the method and full tokens, each seed's record set on its own draws), and
   LT-OPD minus the untrained student (the selector it trains with, the profile's
@@ -31,10 +31,10 @@ from typing import Any
 
 from ltopd.catalog import BENCHMARKS, METHODS
 from ltopd.jsonl import read_jsonl
-from ltopd.report import stats
-from ltopd.report.gates import GATE_SE, Gate, gate, question_only
-from ltopd.report.reported import paper_backbone, paper_rows
 from ltopd.report.retain import Stat, retain_ratio
+from ltopd.reported import paper_backbone, paper_rows
+from ltopd.stats import bootstrap
+from ltopd.stats.gates import GATE_SE, Gate, gate, question_only
 
 QO_LABEL = "Question-only (out of sample)"
 
@@ -98,7 +98,7 @@ def seed_comparisons(results: list[dict[str, Any]], backbone: str, benchmarks: S
                      reference: str | None) -> list[str]:
     """Per benchmark, each method minus ``reference`` at the smallest budget both have, paired by
     seed (the same seed's items and, for a trained method, its training seed): the mean over the
-    common seeds with its 95% t interval (:func:`stats.seed_interval`). One line per method with
+    common seeds with its 95% t interval (:func:`bootstrap.seed_interval`). One line per method with
     at least two seeds in common; none when the reference has fewer than two seeds or is None.
     ``reference``: the untrained student, the profile's training.selector."""
     if reference is None:
@@ -120,8 +120,8 @@ def seed_comparisons(results: list[dict[str, Any]], backbone: str, benchmarks: S
         for b in benchmarks:
             seeds = [s for s in common if b in per_seed[s] and b in ref[s]]
             if len(seeds) >= 2:
-                d = stats.seed_interval([per_seed[s][b] - ref[s][b] for s in seeds])
-                cells.append(f"{display_name(b)} {d.estimate:+.1f} {stats.format_ci(d)}")
+                d = bootstrap.seed_interval([per_seed[s][b] - ref[s][b] for s in seeds])
+                cells.append(f"{display_name(b)} {d.estimate:+.1f} {bootstrap.format_ci(d)}")
         lines.append(f"{display_name(method)} - {display_name(reference)} at {100 * lowest:g}%, paired by seed "
                      f"(seeds {common}; mean [95% t interval]): " + "; ".join(cells) + ".")
     return lines
@@ -174,7 +174,7 @@ class Evidence:
 
     gates: dict[str, Gate]
     gated: list[str]                               # benchmarks that passed, in table order
-    intervals: dict[tuple[str, float], stats.Interval]  # (method, budget) -> avg retain CI
+    intervals: dict[tuple[str, float], bootstrap.Interval]  # (method, budget) -> avg retain CI
     rows: list[dict[str, Any]]                     # the question-only and gate rows
     notes: list[str]
 
@@ -186,7 +186,7 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
     """Gates, the out-of-sample question-only baseline and the average-retain intervals of the
     (method, budget) ``rows`` from the per-item predictions ``preds`` (:func:`load_predictions`).
 
-    Question-only: per seed with full-token predictions, ltopd.report.gates.question_only for
+    Question-only: per seed with full-token predictions, ltopd.stats.gates.question_only for
     those items, its prior fitted on ``fit_records[(benchmark, seed)]`` where given, else
     cross-fitted. Gate: on the first such seed, full - QO >= ``need`` SE, and full - blind twin
     where the blind twin has predictions for that seed. Intervals: over the gated benchmarks, the seeds where a row
@@ -231,7 +231,7 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
              "cross-fitted): it beats any constant answer where both questions of an MME image or every "
              "rotation of an MMBench question must be right; per benchmark: "
              + "; ".join(f"{b}: {' / '.join(sorted(how[b]))}" for b in benchmarks if b in how) + "."]
-    intervals: dict[tuple[str, float], stats.Interval] = {}
+    intervals: dict[tuple[str, float], bootstrap.Interval] = {}
     if not gated:
         notes.append("no benchmark passed the gate: the average retain ratio is n/a (not computed).")
     else:
@@ -239,19 +239,19 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
         runs = {k: {s: v for s, v in _runs(preds, backbone, k[0], k[1], gated).items() if s in full_gated}
                 for k in rows}
         runs = {k: v for k, v in runs.items() if v}
-        reps = stats.retain_replicates(runs, full_gated, gated, n_boot, boot_seed)
-        intervals = {k: stats.interval(p, rep, level) for k, (p, rep) in reps.items()}
+        reps = bootstrap.retain_replicates(runs, full_gated, gated, n_boot, boot_seed)
+        intervals = {k: bootstrap.interval(p, rep, level) for k, (p, rep) in reps.items()}
         lowest = min((k[1] for k in rows), default=None)
         a, c = ("ltopd", lowest), (pruned, lowest)
         if pruned is not None and a in runs and c in runs:
             common = sorted(set(runs[a]) & set(runs[c]))
             if common:
-                pair = stats.retain_replicates({"a": {s: runs[a][s] for s in common},
+                pair = bootstrap.retain_replicates({"a": {s: runs[a][s] for s in common},
                                                 "c": {s: runs[c][s] for s in common}},
                                                full_gated, gated, n_boot, boot_seed)
-                d = stats.interval(pair["a"][0] - pair["c"][0], pair["a"][1] - pair["c"][1], level)
+                d = bootstrap.interval(pair["a"][0] - pair["c"][0], pair["a"][1] - pair["c"][1], level)
                 notes.append(f"LT-OPD - {display_name(pruned)} at {100 * lowest:g}%: {d.estimate:+.1f} retain points, "
-                             f"{level_pct} CI {stats.format_ci(d)} (SE {d.se:.2f}; same items and draws, "
+                             f"{level_pct} CI {bootstrap.format_ci(d)} (SE {d.se:.2f}; same items and draws, "
                              f"seeds {common}, over {gated}).")
         notes.append(f"[lo, hi] after an average retain ratio: {level_pct} percentile bootstrap interval over items "
                      f"({n_boot} replicates, seed {boot_seed}; units: MME image pairs within category, MMBench "
@@ -332,7 +332,7 @@ def _retain_cell(r: dict[str, Any]) -> str:
     if r.get("gated") and r["source"] == "ours" and (s is None or math.isnan(s.mean)):
         return "n/a"
     cell = _cell(s, r["seeds"])
-    ci = stats.format_ci(r.get("avg_retain_ci"))
+    ci = bootstrap.format_ci(r.get("avg_retain_ci"))
     return f"{cell} {ci}" if cell and ci else cell
 
 

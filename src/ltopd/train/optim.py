@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import torch
 
-from ltopd.models.pretrain import parameter_groups
+from ltopd.models.parts import parameter_groups
 
 
 def no_decay(name: str, param: torch.nn.Parameter) -> bool:

@@ -49,6 +49,6 @@ def instruct_stream(benchmarks: Sequence[str], run_seed: int, world: dict[str, A
         name, j = benchmarks[i % k], i // k
         yield _chunk(name, instruct_seed(run_seed, j // CHUNK), key)[j % CHUNK]
 
-# The released twins' gate items (ltopd.models.release_job): seed GATE_SEED is scored, GATE_SEED + 1
+# The released twins' gate items (ltopd.twins.build): seed GATE_SEED is scored, GATE_SEED + 1
 # fits the question-only baseline. Evaluation seeds stay below GATE_SEED (ltopd.config checks).
 GATE_SEED = 2**38

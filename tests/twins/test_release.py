@@ -18,7 +18,8 @@ import yaml
 from conftest import ROOT
 from ltopd.cli import main
 from ltopd.models.loading import load_backbone
-from ltopd.models.release import MANIFEST, ReleaseError, code_hashes, staleness, verify_weights
+from ltopd.models.manifest import MANIFEST, ReleaseError, verify_weights
+from ltopd.twins.release import code_hashes, staleness
 
 
 def _profile(smoke_cfg: dict, tmp_path, name: str = "qwen35-tiny") -> dict:
@@ -89,9 +90,9 @@ def test_release_is_deterministic_complete_and_checked(smoke_cfg_module, tmp_pat
     assert staleness(first, changed, "qwen35-tiny") == ["recipe changed since the release: ['pretrain']"]
     # a code change is named by file
     manifest = json.loads((first / MANIFEST).read_text())
-    manifest["code_sha256"]["models/pretrain.py"] = "0" * 64
+    manifest["code_sha256"]["twins/pretrain.py"] = "0" * 64
     (first / MANIFEST).write_text(json.dumps(manifest))
-    assert staleness(first) == ["code changed since the release: models/pretrain.py"]
+    assert staleness(first) == ["code changed since the release: twins/pretrain.py"]
     # edited weights are an error naming the file
     weights = next(first.glob("*.safetensors"))
     weights.write_bytes(weights.read_bytes()[:-4] + b"\0\0\0\0")
@@ -104,9 +105,9 @@ def test_release_is_deterministic_complete_and_checked(smoke_cfg_module, tmp_pat
 def test_a_killed_release_build_resumes_to_the_same_weights(smoke_cfg_module, tmp_path, tokenizer_dir):
     from transformers import AutoTokenizer
 
-    from ltopd.models import twin_job
-    from ltopd.models.pretrain import pretrain
-    from ltopd.models.twins import twin_backbone
+    from ltopd.twins import job as twin_job
+    from ltopd.twins.architectures import twin_backbone
+    from ltopd.twins.pretrain import pretrain
 
     cfg = _profile(smoke_cfg_module, tmp_path)
     whole = tmp_path / "whole" / "qwen35-tiny"
@@ -176,7 +177,7 @@ def test_a_new_release_reruns_exactly_the_jobs_that_start_from_it(smoke_cfg_modu
     # a new release (other weights, its manifest saying so) reruns the jobs that start from it
     from safetensors.torch import load_file, save_file
 
-    from ltopd.models.release import weight_hashes
+    from ltopd.models.manifest import weight_hashes
 
     weights.write_bytes(clean)
     tensors = load_file(str(weights))
@@ -251,7 +252,7 @@ def test_a_clean_clone_uses_the_committed_releases(tmp_path):
 
 
 def test_a_twin_can_carry_its_own_stages():
-    from ltopd.models.release import recipe, twin_spec
+    from ltopd.twins.release import recipe, twin_spec
 
     own = [{"name": "mix", "steps": 5, "lr": 0.001, "tasks": ["color"]}]
     spec = {"pretrain": {"seed": 0, "stages": [{"name": "base", "steps": 3, "lr": 0.002, "tasks": ["exists"]}]},

@@ -11,7 +11,7 @@ import yaml
 
 @cache
 def paper_numbers() -> dict[str, Any]:
-    return yaml.safe_load(resources.files("ltopd.report").joinpath("paper_numbers.yaml").read_text())
+    return yaml.safe_load(resources.files("ltopd").joinpath("paper_numbers.yaml").read_text())
 
 
 def paper_rows(table: str) -> list[dict[str, Any]]:

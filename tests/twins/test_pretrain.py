@@ -1,4 +1,4 @@
-"""Pretraining loop: parameter groups, warm-up, curriculum streams, learning, freezing, determinism."""
+"""Pretraining loop: warm-up, curriculum streams, learning, freezing, determinism."""
 
 from __future__ import annotations
 
@@ -10,18 +10,17 @@ import torch
 from transformers import Qwen3_5ForConditionalGeneration
 
 from ltopd.models.backbone import Backbone
-from ltopd.models.pretrain import (
+from ltopd.models.processor import ImageTextProcessor, build_image_processor
+from ltopd.models.prompt import build_target
+from ltopd.twins.architectures import twin_config
+from ltopd.twins.job import stage_sources
+from ltopd.twins.pretrain import (
     PretrainConfig,
     Stage,
-    parameter_groups,
     pretrain,
     warmup_factor,
 )
-from ltopd.models.processor import ImageTextProcessor, build_image_processor
-from ltopd.models.prompt import build_target
-from ltopd.models.tokenizer import build_tokenizer
-from ltopd.models.twin_job import stage_sources
-from ltopd.models.twins import twin_config
+from ltopd.twins.tokenizer import build_tokenizer
 
 SIDE = 64  # 4x4 patches -> 4 visual tokens: keeps every update well under a second
 
@@ -50,28 +49,6 @@ def batch_loss(bb: Backbone, recs: list[dict]) -> float:
     with torch.no_grad():
         batch = bb.encode(recs, [build_target(r) for r in recs])
         return float(bb.forward(batch, with_labels=True)[0].loss)
-
-
-def test_parameter_groups_partition_the_model(tok):
-    model = make_backbone(tok).model
-    groups = parameter_groups(model)
-    ids = {g: {id(p) for p in ps} for g, ps in groups.items()}
-    assert sum(len(v) for v in ids.values()) == len({id(p) for p in model.parameters()})
-    assert ids["merger"] == {id(p) for p in model.model.visual.merger.parameters()}
-    visual = {id(p) for p in model.model.visual.parameters()}
-    assert ids["vision"] == visual - ids["merger"]
-    assert ids["lm"].isdisjoint(visual) and id(model.lm_head.weight) in ids["lm"]
-
-
-def test_parameter_groups_of_llava_onevision(tok):
-    from ltopd.models.twins import build_twin
-
-    model = build_twin("llava-ov-tiny", tok)
-    groups = {g: {id(p) for p in ps} for g, ps in parameter_groups(model).items()}
-    projector = {id(p) for p in model.model.multi_modal_projector.parameters()} | {id(model.model.image_newline)}
-    assert groups["merger"] == projector
-    assert groups["vision"] == {id(p) for p in model.model.vision_tower.parameters()}
-    assert sum(map(len, groups.values())) == len({id(p) for p in model.parameters()})
 
 
 def test_warmup_factor_by_hand():
@@ -132,7 +109,7 @@ def test_task_stream_cycles_styles_and_multiple_choice_answers_by_letter():
     import itertools
 
     from ltopd.data.sources import world_config
-    from ltopd.models.pretrain import task_stream
+    from ltopd.twins.pretrain import task_stream
 
     cfg = world_config({"image_size": 128})
     plain = list(itertools.islice(task_stream(["color"], 7, cfg), 6))
@@ -150,7 +127,7 @@ def _grads(bb: Backbone) -> list[torch.Tensor]:
 
 
 def test_grouped_accumulation_equals_the_one_batch_gradient(tok, records):
-    from ltopd.models.pretrain import accumulate_loss
+    from ltopd.twins.pretrain import accumulate_loss
 
     two = dict(records[1], images=[records[1]["images"][0], records[2]["images"][0]])
     mixed = [records[0], two, records[3], records[4]]
@@ -214,7 +191,7 @@ def test_a_state_saved_by_another_recipe_is_not_resumed(tok, records, tmp_path, 
 
 
 def test_stage_sources_interleave_world_tasks_and_benchmark_items():
-    from ltopd.models.twin_job import interleave, stage_sources
+    from ltopd.twins.job import interleave, stage_sources
 
     pt = {"seed": 0, "stages": [{"name": "mix", "steps": 1, "lr": 1e-3, "tasks": ["color"], "bench": ["pope", "gqa"]}]}
     source = stage_sources(pt, {"image_size": 128})["mix"]
@@ -243,7 +220,7 @@ def test_a_fresh_optimizer_stage_equals_a_new_run_from_the_weights_before_it(tok
     """Stage b with `fresh_optimizer` (AdamW moments cleared, warm-up anew) gives the weights of a
     second run that starts from stage a's weights; without it, b continues a's moments (differs).
     `seed_state` at b's start resumes to the same weights; at a stage without the flag it refuses."""
-    from ltopd.models.pretrain import seed_state
+    from ltopd.twins.pretrain import seed_state
 
     def sources():
         return {"a": lambda s: itertools.islice(itertools.cycle(records), s, None),

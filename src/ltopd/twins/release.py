@@ -2,17 +2,16 @@
 released checkpoints are.
 
 A release folder holds what `save_backbone` writes (config, safetensors weights, tokenizer and
-processor files) plus ``manifest.json``: the recipe that built it (the profile's pretrain and
-world sections and the backbone entry), sha256 hashes of the source files that determine the
-weights, the library versions, the weights' sha256, the pretraining cost and the gate results.
-Loading checks the weights against the manifest (a corrupted or edited release is an error);
-`staleness` names what changed since the release was built (code, recipe, libraries), which the
-pipeline reports as a warning with the command that rebuilds it.
+processor files) plus ``manifest.json`` (its format: ltopd.models.manifest): the recipe that
+built it (the profile's pretrain and world sections and the backbone entry), sha256 hashes of
+the source files that determine the weights, the library versions, the weights' sha256, the
+pretraining cost and the gate results. `staleness` names what changed since the release was
+built (code, recipe, libraries), which the pipeline reports as a warning with the command that
+rebuilds it.
 """
 
 from __future__ import annotations
 
-import json
 import platform
 from collections.abc import Mapping
 from importlib import metadata
@@ -20,18 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from ltopd import job_identity
-from ltopd.job_identity import sha256_file
+from ltopd.models.manifest import REBUILD, read_manifest, weight_hashes
 
-MANIFEST = "manifest.json"
 # The modules that build a release (its tokenizer, then its weights, gates and manifest): the
 # release's code is every source file they can run (ltopd.codegraph), computed, not listed.
-RELEASE_MODULES = ("ltopd.models.corpus", "ltopd.models.tokenizer", "ltopd.models.release_job")
+RELEASE_MODULES = ("ltopd.twins.corpus", "ltopd.twins.tokenizer", "ltopd.twins.build")
 LIBRARIES = ("torch", "transformers", "tokenizers", "numpy", "pillow")
-REBUILD = "snakemake --cores all release_twins"
-
-
-class ReleaseError(RuntimeError):
-    """A release folder that is missing, incomplete, or whose weights do not match its manifest."""
 
 
 def code_hashes() -> dict[str, str]:
@@ -47,10 +40,6 @@ def library_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[lib] = "absent"
     return out
-
-
-def weight_hashes(folder: Path) -> dict[str, str]:
-    return {p.name: sha256_file(p) for p in sorted(folder.glob("*.safetensors"))}
 
 
 def twin_spec(spec: Mapping[str, Any], backbone: str) -> dict[str, Any]:
@@ -77,31 +66,6 @@ def build_manifest(folder: Path, spec: Mapping[str, Any], backbone: str, cost: M
             "code_sha256": code_hashes(), "libraries": library_versions(),
             "weights_sha256": weight_hashes(folder), "pretraining": dict(cost), "gates": dict(gates),
             "rebuild": f"{REBUILD}  (profile {spec.get('profile', '?')})"}
-
-
-def reduced_key(settings: Mapping[str, Any]) -> str:
-    """The key a manifest's gates record the reduced score under, e.g. "cdpruner_0.05"."""
-    return f"{settings['selector']}_{settings['ratio']:g}"
-
-
-def read_manifest(folder: str | Path) -> dict[str, Any]:
-    folder = Path(folder)
-    path = folder / MANIFEST
-    if not path.is_file():
-        raise ReleaseError(f"{folder}: no {MANIFEST}; not a released twin. Build it with `{REBUILD}`")
-    return json.loads(path.read_text())
-
-
-def verify_weights(folder: str | Path) -> dict[str, Any]:
-    """The manifest, after checking every weight file's sha256 against it."""
-    folder = Path(folder)
-    manifest = read_manifest(folder)
-    expected, actual = manifest["weights_sha256"], weight_hashes(folder)
-    if not expected or expected != actual:
-        bad = sorted(set(expected) ^ set(actual) | {k for k in expected if actual.get(k) != expected[k]})
-        raise ReleaseError(f"{folder}: weight files {bad} do not match {MANIFEST} (corrupted or edited); "
-                           f"restore them from git or rebuild with `{REBUILD}`")
-    return manifest
 
 
 def staleness(folder: str | Path, spec: Mapping[str, Any] | None = None, backbone: str | None = None) -> list[str]:

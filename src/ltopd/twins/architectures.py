@@ -31,7 +31,7 @@ from ltopd.models.processor import (
     build_image_processor,
     build_llava_image_processor,
 )
-from ltopd.models.tokenizer import (
+from ltopd.models.special_tokens import (
     GLM_IMAGE,
     GLM_IMAGE_END,
     GLM_IMAGE_START,

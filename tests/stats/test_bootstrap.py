@@ -1,4 +1,4 @@
-"""The paired unit bootstrap (ltopd.report.stats) against independent references: hand-worked
+"""The paired unit bootstrap (ltopd.stats.bootstrap) against independent references: hand-worked
 bootstrap distributions, the analytic paired SE of an accuracy difference, the delta-method SE of
 a ratio, and the units and strata each official metric couples (MME pairs, MMBench circular
 groups, POPE splits)."""
@@ -13,8 +13,8 @@ import pytest
 
 from ltopd.bench.scoring import score
 from ltopd.bench.suites import SUITES, synthetic_records
-from ltopd.report import stats
 from ltopd.report.retain import retain_ratio
+from ltopd.stats import bootstrap
 
 WORLD = {"image_size": 128}
 
@@ -52,13 +52,13 @@ def pope_rows(marks: dict[str, list[bool]]) -> list[dict]:
 
 
 def test_units_follow_each_official_metric() -> None:
-    d = stats.design("mme", mme_rows([(True, True), (True, False)]) + mme_rows([(False, False)], "count"))
+    d = bootstrap.design("mme", mme_rows([(True, True), (True, False)]) + mme_rows([(False, False)], "count"))
     assert d.members == ((0, 1), (2, 3), (4, 5)) and list(d.strata) == [0, 0, 1] and d.combine == "sum"
-    d = stats.design("mmbench", mmbench_rows([[True, False], [True, True, True]]))
+    d = bootstrap.design("mmbench", mmbench_rows([[True, False], [True, True, True]]))
     assert d.members == ((0, 1), (2, 3, 4)) and list(d.strata) == [0, 0]
-    d = stats.design("pope", pope_rows({"random": [True, True], "adversarial": [False]}))
+    d = bootstrap.design("pope", pope_rows({"random": [True, True], "adversarial": [False]}))
     assert d.members == ((0,), (1,), (2,)) and list(d.strata) == [0, 0, 1] and d.combine == "mean"
-    assert stats.unit_key("gqa", {"id": "q7"}) == ("row", "q7")
+    assert bootstrap.unit_key("gqa", {"id": "q7"}) == ("row", "q7")
 
 
 @pytest.mark.parametrize("name", sorted(SUITES))
@@ -69,9 +69,9 @@ def test_unit_values_add_up_to_the_official_score(name: str) -> None:
     rng = random.Random(1)
     rows = [{**{k: r[k] for k in ("id", "task", "meta", "options", "answer")},
              "prediction": rng.choice([r["answer"], "zz", "", "No", "B"])} for r in recs]
-    d = stats.design(name, rows)
-    values = stats.unit_values(d, rows)
-    assert float(stats.aggregate(d, values)) == pytest.approx(score(name, rows)["score"])
+    d = bootstrap.design(name, rows)
+    values = bootstrap.unit_values(d, rows)
+    assert float(bootstrap.aggregate(d, values)) == pytest.approx(score(name, rows)["score"])
 
 
 def test_mvbench_divides_by_answered_records_only() -> None:
@@ -79,20 +79,20 @@ def test_mvbench_divides_by_answered_records_only() -> None:
     reply scores 50 (not 33.3); a replicate's accuracy is a ratio of the drawn rows' sums."""
     rows = [{"id": f"v{i}", "task": "t", "options": ["x", "y"], "answer": "A", "meta": "{}", "prediction": p}
             for i, p in enumerate(["A", "  ", "B"])]
-    d = stats.design("mvbench", rows)
-    values = stats.unit_values(d, rows)
-    assert values.tolist() == [[100.0, 0.0, 0.0], [1.0, 0.0, 1.0]] and float(stats.aggregate(d, values)) == 50.0
-    reps = stats.replicates(d, values, 3000, stats.pool_rng(0, "mvbench"))
+    d = bootstrap.design("mvbench", rows)
+    values = bootstrap.unit_values(d, rows)
+    assert values.tolist() == [[100.0, 0.0, 0.0], [1.0, 0.0, 1.0]] and float(bootstrap.aggregate(d, values)) == 50.0
+    reps = bootstrap.replicates(d, values, 3000, bootstrap.pool_rng(0, "mvbench"))
     # draws of 3 rows: answered ones right/wrong in any mix, or none answered (scores 0)
     assert set(np.unique(reps)) <= {0.0, 100 / 3, 50.0, 200 / 3, 100.0} and {0.0, 50.0, 100.0} <= set(np.unique(reps))
 
 
 def test_a_wrong_decomposition_is_caught() -> None:
     rows = pope_rows({"random": [True, False], "adversarial": [True]})
-    d = stats.design("pope", rows)
-    wrong = stats.Design(d.benchmark, d.ids, d.members, d.strata, "sum")  # POPE macro-averages its splits
+    d = bootstrap.design("pope", rows)
+    wrong = bootstrap.Design(d.benchmark, d.ids, d.members, d.strata, "sum")  # POPE macro-averages its splits
     with pytest.raises(ValueError, match="not the aggregate of its unit scores"):
-        stats.unit_values(wrong, rows)
+        bootstrap.unit_values(wrong, rows)
 
 
 def test_hand_worked_two_item_bootstrap() -> None:
@@ -100,18 +100,18 @@ def test_hand_worked_two_item_bootstrap() -> None:
     A replicate draws two items with replacement: diff 100 (1/4), 50 (1/2), 0 (1/4), so the
     bootstrap SE is sqrt(1250) = 35.36 and the point estimate is 50."""
     a, b = gqa_rows([True, True]), gqa_rows([False, True])
-    d = stats.design("gqa", a)
-    reps = stats.replicates(d, np.stack([stats.unit_values(d, a), stats.unit_values(d, b)]), 20000,
-                            stats.pool_rng(0, "gqa"))
+    d = bootstrap.design("gqa", a)
+    reps = bootstrap.replicates(d, np.stack([bootstrap.unit_values(d, a), bootstrap.unit_values(d, b)]), 20000,
+                            bootstrap.pool_rng(0, "gqa"))
     diffs = reps[0] - reps[1]
     assert set(np.unique(diffs)) == {0.0, 50.0, 100.0}
     assert [np.mean(diffs == v) for v in (0.0, 50.0, 100.0)] == pytest.approx([0.25, 0.5, 0.25], abs=0.015)
-    diff, lo, hi, se = stats.paired_diff_ci(a, b, "gqa", n_boot=20000)
+    diff, lo, hi, se = bootstrap.paired_diff_ci(a, b, "gqa", n_boot=20000)
     assert (diff, lo, hi) == (50.0, 0.0, 100.0) and se == pytest.approx(math.sqrt(1250), rel=0.02)
 
 
 def test_constant_difference_has_zero_width() -> None:
-    ci = stats.paired_diff_ci(gqa_rows([True] * 5), gqa_rows([False] * 5), "gqa", n_boot=200)
+    ci = bootstrap.paired_diff_ci(gqa_rows([True] * 5), gqa_rows([False] * 5), "gqa", n_boot=200)
     assert ci == (100.0, 100.0, 100.0, 0.0)
 
 
@@ -125,7 +125,7 @@ def test_bootstrap_se_matches_the_analytic_paired_se() -> None:
     a, b = gqa_rows(list(a_ok)), gqa_rows(list(b_ok))
     d = 100.0 * (a_ok.astype(float) - b_ok.astype(float))
     analytic = math.sqrt(d.var() / n)
-    diff, lo, hi, se = stats.paired_diff_ci(a, b, "gqa", n_boot=4000, seed=3)
+    diff, lo, hi, se = bootstrap.paired_diff_ci(a, b, "gqa", n_boot=4000, seed=3)
     assert diff == pytest.approx(d.mean())
     assert se == pytest.approx(analytic, rel=0.05)
     assert lo < diff < hi and (hi - lo) == pytest.approx(2 * 1.96 * analytic, rel=0.1)
@@ -137,10 +137,10 @@ def test_mme_resamples_image_pairs_whole() -> None:
     itself rejects a duplicated image, which is why copies never reach it."""
     rows = mme_rows([(True, True), (True, False)])
     empty = [dict(r, prediction="") for r in rows]
-    d = stats.design("mme", rows)
-    reps = stats.replicates(d, stats.unit_values(d, rows), 2000, stats.pool_rng(0, "mme"))
+    d = bootstrap.design("mme", rows)
+    reps = bootstrap.replicates(d, bootstrap.unit_values(d, rows), 2000, bootstrap.pool_rng(0, "mme"))
     assert set(np.unique(reps)) == {50.0, 125.0, 200.0}
-    diff, lo, hi, se = stats.paired_diff_ci(rows, empty, "mme", n_boot=2000)
+    diff, lo, hi, se = bootstrap.paired_diff_ci(rows, empty, "mme", n_boot=2000)
     assert diff == 125.0 and (lo, hi) == (50.0, 200.0)
     with pytest.raises(ValueError, match="4 questions, expected 2"):
         score("mme", rows + [dict(r, id=r["id"] + "-copy") for r in rows[:2]])
@@ -148,8 +148,8 @@ def test_mme_resamples_image_pairs_whole() -> None:
 
 def test_mmbench_resamples_circular_groups_whole() -> None:
     rows = mmbench_rows([[True, True, True], [True, False]])
-    d = stats.design("mmbench", rows)
-    reps = stats.replicates(d, stats.unit_values(d, rows), 2000, stats.pool_rng(0, "mmbench"))
+    d = bootstrap.design("mmbench", rows)
+    reps = bootstrap.replicates(d, bootstrap.unit_values(d, rows), 2000, bootstrap.pool_rng(0, "mmbench"))
     assert set(np.unique(reps)) == {0.0, 50.0, 100.0}  # whole groups: 0, 1 or 2 of 2 drawn groups right
 
 
@@ -158,34 +158,35 @@ def test_pope_keeps_its_splits() -> None:
     replicate keeps both splits' sizes, so the macro accuracy is 50 in each (SE 0)."""
     a = pope_rows({"random": [True] * 6, "adversarial": [False] * 4})
     b = [dict(r, prediction="no") for r in a]
-    assert stats.paired_diff_ci(a, b, "pope", n_boot=500) == (50.0, 50.0, 50.0, 0.0)
+    assert bootstrap.paired_diff_ci(a, b, "pope", n_boot=500) == (50.0, 50.0, 50.0, 0.0)
 
 
 def test_seeded_and_deterministic() -> None:
     rng = np.random.default_rng(0)
     a, b = gqa_rows(list(rng.random(50) < 0.6)), gqa_rows(list(rng.random(50) < 0.4))
-    assert stats.paired_diff_ci(a, b, "gqa", 300, seed=1) == stats.paired_diff_ci(a, b, "gqa", 300, seed=1)
-    assert stats.paired_diff_ci(a, b, "gqa", 300, seed=1) != stats.paired_diff_ci(a, b, "gqa", 300, seed=2)
+    assert bootstrap.paired_diff_ci(a, b, "gqa", 300, seed=1) == bootstrap.paired_diff_ci(a, b, "gqa", 300, seed=1)
+    assert bootstrap.paired_diff_ci(a, b, "gqa", 300, seed=1) != bootstrap.paired_diff_ci(a, b, "gqa", 300, seed=2)
     # replicates are drawn in blocks: a prefix of a longer run is the shorter run
-    d = stats.design("gqa", a)
-    v = stats.unit_values(d, a)
-    long = stats.replicates(d, v, 600, stats.pool_rng(1, "gqa"))
-    assert np.array_equal(stats.replicates(d, v, stats.CHUNK, stats.pool_rng(1, "gqa")), long[:stats.CHUNK])
+    d = bootstrap.design("gqa", a)
+    v = bootstrap.unit_values(d, a)
+    long = bootstrap.replicates(d, v, 600, bootstrap.pool_rng(1, "gqa"))
+    chunk = bootstrap.replicates(d, v, bootstrap.CHUNK, bootstrap.pool_rng(1, "gqa"))
+    assert np.array_equal(chunk, long[:bootstrap.CHUNK])
 
 
 def test_different_items_are_refused() -> None:
     with pytest.raises(ValueError, match="differ in items"):
-        stats.paired_diff_ci(gqa_rows([True] * 3), gqa_rows([True] * 3, prefix="z"), "gqa", 10)
+        bootstrap.paired_diff_ci(gqa_rows([True] * 3), gqa_rows([True] * 3, prefix="z"), "gqa", 10)
     with pytest.raises(ValueError, match="duplicate row ids"):
-        stats.design("gqa", gqa_rows([True]) * 2)
+        bootstrap.design("gqa", gqa_rows([True]) * 2)
 
 
 def test_interval_skips_undefined_replicates() -> None:
-    ci = stats.interval(1.0, np.array([0.0, np.nan, 1.0, 2.0, np.inf]))
+    ci = bootstrap.interval(1.0, np.array([0.0, np.nan, 1.0, 2.0, np.inf]))
     assert ci.estimate == 1.0 and ci.se == pytest.approx(1.0) and (ci.lo, ci.hi) == pytest.approx((0.05, 1.95))
-    assert math.isnan(stats.interval(1.0, np.array([np.nan, 1.0])).lo)
-    assert stats.format_ci(stats.Interval(77.43, 70.08, 84.0, 3.0)) == "[70.1, 84.0]"
-    assert stats.format_ci(None) == ""
+    assert math.isnan(bootstrap.interval(1.0, np.array([np.nan, 1.0])).lo)
+    assert bootstrap.format_ci(bootstrap.Interval(77.43, 70.08, 84.0, 3.0)) == "[70.1, 84.0]"
+    assert bootstrap.format_ci(None) == ""
 
 
 def _two_benchmarks(p_full: float, p_method: float, seed: int, n: int = 300) -> tuple[dict, dict]:
@@ -204,14 +205,14 @@ def _two_benchmarks(p_full: float, p_method: float, seed: int, n: int = 300) -> 
 
 def test_retain_ratio_point_is_tables_and_full_is_exactly_100() -> None:
     method, full = _two_benchmarks(0.8, 0.5, 0)
-    ci = stats.retain_ratio_ci(method, full, n_boot=300)
+    ci = bootstrap.retain_ratio_ci(method, full, n_boot=300)
     official = {b: score(b, rows)["score"] for b, rows in method.items()}
     reference = {b: score(b, rows)["score"] for b, rows in full.items()}
     assert ci.estimate == pytest.approx(retain_ratio(official, reference, ["gqa", "pope"])[0])
     assert ci.lo < ci.estimate < ci.hi and ci.se > 0
-    assert stats.retain_ratio_ci(full, full, n_boot=300) == (100.0, 100.0, 100.0, 0.0)
+    assert bootstrap.retain_ratio_ci(full, full, n_boot=300) == (100.0, 100.0, 100.0, 0.0)
     # only the benchmarks asked for enter the average
-    assert stats.retain_ratio_ci(method, full, ["gqa"], n_boot=300).estimate == pytest.approx(
+    assert bootstrap.retain_ratio_ci(method, full, ["gqa"], n_boot=300).estimate == pytest.approx(
         100 * official["gqa"] / reference["gqa"])
 
 
@@ -222,7 +223,7 @@ def test_retain_ratio_se_matches_the_delta_method() -> None:
     n = 500
     u = rng.random(n)
     f, m = (u < 0.8).astype(float), (u < 0.5).astype(float) + ((u >= 0.8) & (rng.random(n) < 0.2))
-    ci = stats.retain_ratio_ci({"gqa": gqa_rows(list(m > 0))}, {"gqa": gqa_rows(list(f > 0))}, n_boot=4000, seed=5)
+    ci = bootstrap.retain_ratio_ci({"gqa": gqa_rows(list(m > 0))}, {"gqa": gqa_rows(list(f > 0))}, n_boot=4000, seed=5)
     r = m.mean() / f.mean()
     delta = 100 * math.sqrt(np.var(m - r * f) / n) / f.mean()
     assert ci.estimate == pytest.approx(100 * r) and ci.se == pytest.approx(delta, rel=0.06)
@@ -234,46 +235,47 @@ def test_retain_difference_is_paired() -> None:
     two positively correlated methods tighter than independent errors would."""
     a, full = _two_benchmarks(0.8, 0.6, 3)
     b, _ = _two_benchmarks(0.8, 0.5, 3)
-    ra, rb = stats.retain_ratio_ci(a, full, n_boot=1000), stats.retain_ratio_ci(b, full, n_boot=1000)
-    d = stats.retain_diff_ci(a, b, full, n_boot=1000)
+    ra, rb = bootstrap.retain_ratio_ci(a, full, n_boot=1000), bootstrap.retain_ratio_ci(b, full, n_boot=1000)
+    d = bootstrap.retain_diff_ci(a, b, full, n_boot=1000)
     assert d.estimate == pytest.approx(ra.estimate - rb.estimate)
     assert d.lo < d.estimate < d.hi and d.se < math.sqrt(ra.se ** 2 + rb.se ** 2)
-    assert stats.retain_diff_ci(a, a, full, n_boot=200) == (0.0, 0.0, 0.0, 0.0)
+    assert bootstrap.retain_diff_ci(a, a, full, n_boot=200) == (0.0, 0.0, 0.0, 0.0)
 
 
 def test_retain_over_seeds_averages_each_seeds_own_draws() -> None:
     (m0, f0), (m1, f1) = _two_benchmarks(0.8, 0.5, 0), _two_benchmarks(0.7, 0.6, 1)
-    both = stats.retain_ratio_ci({0: m0, 1: m1}, {0: f0, 1: f1}, n_boot=300)
-    one, two = stats.retain_ratio_ci(m0, f0, n_boot=300), stats.retain_ratio_ci({1: m1}, {1: f1}, n_boot=300)
+    both = bootstrap.retain_ratio_ci({0: m0, 1: m1}, {0: f0, 1: f1}, n_boot=300)
+    one, two = bootstrap.retain_ratio_ci(m0, f0, n_boot=300), bootstrap.retain_ratio_ci({1: m1}, {1: f1}, n_boot=300)
     assert both.estimate == pytest.approx((one.estimate + two.estimate) / 2)
     # the same (benchmark, seed) record set gets the same draws whichever call asks
-    reps = stats.retain_replicates({"x": {0: m0, 1: m1}}, {0: f0, 1: f1}, n_boot=300)["x"][1]
-    r0 = stats.retain_replicates({"x": m0}, f0, n_boot=300)["x"][1]
-    r1 = stats.retain_replicates({"x": {1: m1}}, {1: f1}, n_boot=300)["x"][1]
+    reps = bootstrap.retain_replicates({"x": {0: m0, 1: m1}}, {0: f0, 1: f1}, n_boot=300)["x"][1]
+    r0 = bootstrap.retain_replicates({"x": m0}, f0, n_boot=300)["x"][1]
+    r1 = bootstrap.retain_replicates({"x": {1: m1}}, {1: f1}, n_boot=300)["x"][1]
     assert np.allclose(reps, (r0 + r1) / 2)
     with pytest.raises(ValueError, match="no full-token predictions for seed 2"):
-        stats.retain_ratio_ci({2: m0}, {0: f0}, n_boot=10)
+        bootstrap.retain_ratio_ci({2: m0}, {0: f0}, n_boot=10)
     zero = {b: [dict(r, prediction="zzz") for r in rows] for b, rows in f0.items()}
     with pytest.raises(ValueError, match="no retain ratio"):
-        stats.retain_ratio_ci(m0, zero, n_boot=10)
+        bootstrap.retain_ratio_ci(m0, zero, n_boot=10)
 
 
 def test_seed_interval_hand_worked_and_closed_form_quantiles() -> None:
     # [2, 4, 6]: mean 4, sd 2, se 2 / sqrt 3; t(2) at 0.975 in closed form (2p - 1) / sqrt(2p(1 - p))
     p = 0.975
     t2 = (2 * p - 1) / math.sqrt(2 * p * (1 - p))
-    ci = stats.seed_interval([2.0, 4.0, 6.0])
+    ci = bootstrap.seed_interval([2.0, 4.0, 6.0])
     assert ci.estimate == 4.0 and ci.se == pytest.approx(2 / math.sqrt(3))
     assert (ci.lo, ci.hi) == pytest.approx((4 - t2 * 2 / math.sqrt(3), 4 + t2 * 2 / math.sqrt(3)), abs=2e-3)
     # t(1) is the Cauchy distribution: quantile tan(pi (p - 1/2))
-    two = stats.seed_interval([1.0, 3.0])
+    two = bootstrap.seed_interval([1.0, 3.0])
     assert two.hi - two.estimate == pytest.approx(math.tan(math.pi * (p - 0.5)) * 1.0, abs=2e-3)
-    one = stats.seed_interval([5.0])
+    one = bootstrap.seed_interval([5.0])
     assert one.estimate == 5.0 and math.isnan(one.lo)
 
 
 def test_seed_interval_covers_the_mean_95_percent_of_the_time() -> None:
     rng = np.random.default_rng(0)
     for n in (3, 5):
-        hits = [(ci.lo <= 1.0 <= ci.hi) for ci in (stats.seed_interval(rng.normal(1.0, 2.0, n)) for _ in range(4000))]
+        cis = (bootstrap.seed_interval(rng.normal(1.0, 2.0, n)) for _ in range(4000))
+        hits = [(ci.lo <= 1.0 <= ci.hi) for ci in cis]
         assert abs(np.mean(hits) - 0.95) < 0.015, (n, np.mean(hits))

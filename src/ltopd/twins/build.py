@@ -1,5 +1,5 @@
 """Build one released twin: pretrain (resumable), gate it on every benchmark twin, publish the
-folder with its manifest (ltopd.models.release).
+folder with its manifest (ltopd.twins.release).
 
 The gates use items no other stage sees: benchmark seeds GATE_SEED (scored) and GATE_SEED + 1
 (the question-only baseline's fit set), above every evaluation seed and below the instruction
@@ -47,8 +47,8 @@ def twin_gates(backbone: Any, spec: Mapping[str, Any], backbone_name: str | None
     from ltopd.bench.evaluate import evaluate_settings
     from ltopd.bench.evidence import instructed, text_only
     from ltopd.bench.suites import synthetic_records
-    from ltopd.models.release import reduced_key
-    from ltopd.report.gates import gate, question_only
+    from ltopd.models.manifest import reduced_key
+    from ltopd.stats.gates import gate, question_only
 
     g = gate_settings(spec["pretrain"])
     floor = spec["reduction"]["floor"]
@@ -91,10 +91,11 @@ def warm_start(spec: Mapping[str, Any], backbone_name: str, parent: str | Path, 
     the earlier run), without rerunning the parent's stages. Returns what the manifest records;
     a recipe that does not continue the parent's is a ReleaseError naming the difference."""
     from ltopd.atomic import write_json
-    from ltopd.models import twin_job
     from ltopd.models.loading import load_backbone
-    from ltopd.models.pretrain import seed_state
-    from ltopd.models.release import ReleaseError, code_hashes, recipe, verify_weights
+    from ltopd.models.manifest import ReleaseError, verify_weights
+    from ltopd.twins import job as twin_job
+    from ltopd.twins.pretrain import seed_state
+    from ltopd.twins.release import code_hashes, recipe
 
     manifest = verify_weights(parent)
     mine, theirs = recipe(spec, backbone_name), manifest["recipe"]
@@ -133,9 +134,10 @@ def build(spec: Mapping[str, Any], backbone_name: str, tokenizer: Any, state_dir
     """Pretrain `backbone_name`'s twin as `spec` says (resuming from `state_dir`), gate it and
     write the release folder `out` (staged beside it, then renamed). Returns the manifest."""
     from ltopd.atomic import write_json
-    from ltopd.models import twin_job
     from ltopd.models.loading import save_backbone
-    from ltopd.models.release import MANIFEST, build_manifest
+    from ltopd.models.manifest import MANIFEST
+    from ltopd.twins import job as twin_job
+    from ltopd.twins.release import build_manifest
 
     entry = spec["backbones"][backbone_name]
     start = time.process_time()

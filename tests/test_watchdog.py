@@ -13,13 +13,13 @@ import time
 import psutil
 import pytest
 
-from ltopd.pipeline import watchdog
-from ltopd.pipeline.watchdog import ENV, EXIT_CODE, Owner
+from ltopd import watchdog
+from ltopd.watchdog import ENV, EXIT_CODE, Owner
 
 # A job: watches its owner, then "works" for a minute and writes its output at the end.
 JOB = textwrap.dedent("""
     import sys, time
-    from ltopd.pipeline import watchdog
+    from ltopd import watchdog
     assert watchdog.start(poll_s=0.2) is not None
     print("ready", flush=True)
     time.sleep(60)
@@ -69,7 +69,7 @@ def test_the_job_stops_its_own_children_too(tmp_path):
     pid_file = tmp_path / "worker.pid"
     job_code = textwrap.dedent(f"""
         import subprocess, sys, time
-        from ltopd.pipeline import watchdog
+        from ltopd import watchdog
         p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         open({str(pid_file)!r}, "w").write(str(p.pid))
         watchdog.start(poll_s=0.2)

@@ -2,7 +2,7 @@
 of an out-of-sample answer prior and a uniform guess) by a clear margin, and, where it was
 evaluated, the blind twin too? Used by Table 2 (which benchmarks enter the average retain ratio)
 and by the released twins' manifests (what each twin can do, on its own gate items:
-ltopd.models.release_job.twin_gates)."""
+ltopd.twins.build.twin_gates)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ltopd.report import stats
+from ltopd.stats import bootstrap
 
 GATE_SE = 3.0  # full tokens must beat each baseline by this many SEs
 CROSS_FIT_FOLDS = 5
@@ -34,13 +34,13 @@ def question_only(rows: Sequence[dict], benchmark: str, fit: Sequence[dict] | No
     from ltopd.bench.suites.baseline import blind_predictions_oos, cross_fit_predictions, with_predictions
 
     def cross_fit(records: Sequence[dict]) -> list[str]:
-        return cross_fit_predictions(records, k, seed, [stats.unit_key(benchmark, r) for r in records])
+        return cross_fit_predictions(records, k, seed, [bootstrap.unit_key(benchmark, r) for r in records])
 
     def clearly_better(records: Sequence[dict], chance: list[str], prior: list[str]) -> bool:
         """The coin beats the prior by 2 paired-bootstrap SEs, not by the luck of one draw."""
         if not records:  # nothing to choose on: the prior (its fallbacks answer an empty fit set)
             return False
-        d = stats.paired_diff_ci(with_predictions(records, chance), with_predictions(records, prior), benchmark,
+        d = bootstrap.paired_diff_ci(with_predictions(records, chance), with_predictions(records, prior), benchmark,
                                  CHOICE_BOOT, seed)
         return d.estimate > 2 * d.se
 
@@ -88,7 +88,7 @@ class Gate:
     seed: int
     full: float
     qo: float
-    diff: stats.Interval  # full - QO: (diff, lo, hi, se)
+    diff: bootstrap.Interval  # full - QO: (diff, lo, hi, se)
     need: float           # required margin in SEs
     blind: Gate | None = None  # full vs the blind twin (its `qo` is the blind score)
 
@@ -129,7 +129,7 @@ def gate(full_rows: Sequence[dict], qo_rows: Sequence[dict], benchmark: str, see
     blind twin when ``blind_rows`` (the same items' predictions without images) are given."""
     from ltopd.bench.scoring import score
 
-    diff = stats.paired_diff_ci(full_rows, qo_rows, benchmark, n_boot, boot_seed)
+    diff = bootstrap.paired_diff_ci(full_rows, qo_rows, benchmark, n_boot, boot_seed)
     blind = None if blind_rows is None else gate(full_rows, blind_rows, benchmark, seed, n_boot, boot_seed, need)
     return Gate(benchmark, seed, score(benchmark, list(full_rows))["score"], score(benchmark, list(qo_rows))["score"],
                 diff, need, blind)

@@ -14,11 +14,12 @@ from PIL import Image, ImageDraw
 
 from ltopd.data.world.palette import COLORS, SHAPES
 from ltopd.data.world.text import WORDS
-from ltopd.models.dense_vision import OTHER_TEXT, DenseHeads, cell_labels, dense_loss, record_scene
-from ltopd.models.pretrain import PretrainConfig, Stage, parameter_groups, pretrain, seed_state
-from ltopd.models.tokenizer import build_tokenizer
-from ltopd.models.twin_job import stage_sources
-from ltopd.models.twins import twin_backbone
+from ltopd.models.parts import parameter_groups
+from ltopd.twins.architectures import twin_backbone
+from ltopd.twins.dense_vision import OTHER_TEXT, DenseHeads, cell_labels, dense_loss, record_scene
+from ltopd.twins.job import stage_sources
+from ltopd.twins.pretrain import PretrainConfig, Stage, pretrain, seed_state
+from ltopd.twins.tokenizer import build_tokenizer
 
 BG_SHAPE, BG_COLOR, BG_TEXT = len(SHAPES), len(COLORS), len(WORDS) + 1
 
@@ -161,7 +162,7 @@ def test_words_loss_trains_the_text_head_on_word_cells_only(tok):
 
 def test_a_warm_start_at_a_later_words_stage_equals_the_run_from_scratch(tok, tmp_path):
     """The dense heads begin anew at every `fresh_optimizer` stage, so a run continued from the
-    weights alone (seed_state, as release_job.warm_start does) trains a words stage exactly as the
+    weights alone (seed_state, as ltopd.twins.build.warm_start does) trains a words stage exactly as the
     uninterrupted run, whose heads were trained by an earlier dense stage."""
     records = _world_records(6, task="read", text_prob=1.0)
 
@@ -228,7 +229,7 @@ def test_an_unknown_objective_names_the_allowed_ones():
 def test_the_profile_schema_and_checks_know_every_objective():
     """The schema's enum and the config checks' dense objectives are the trainer's registries."""
     from ltopd import config
-    from ltopd.models.pretrain import DENSE_OBJECTIVES, OBJECTIVES
+    from ltopd.twins.pretrain import DENSE_OBJECTIVES, OBJECTIVES
 
     enums = [node["enum"] for node in _walk(config.schema()) if isinstance(node, dict)
              and "answer" in node.get("enum", [])]

@@ -22,10 +22,10 @@ import torch
 
 from ltopd.data.world import WorldConfig, generate_task_item
 from ltopd.models.backbone import Backbone
-from ltopd.models.dense_vision import DenseHeads, dense_loss
+from ltopd.models.parts import GROUPS, parameter_groups
 from ltopd.models.prompt import build_target
+from ltopd.twins.dense_vision import DenseHeads, dense_loss
 
-GROUPS = ("lm", "merger", "vision")
 DENSE_HEADS = "dense_heads"  # the optimizer group of a dense stage's throwaway heads (the vision lr)
 
 
@@ -42,11 +42,11 @@ class Stage:
     lr_merger: float = 2e-3
     lr_vision: float = 2e-3
     final_lr_ratio: float = 1.0  # < 1: cosine decay over the stage down to this fraction
-    # "answer": the record's answer after its prompt; "dense" and "words": ltopd.models.dense_vision
+    # "answer": the record's answer after its prompt; "dense" and "words": ltopd.twins.dense_vision
     objective: str = "answer"
     # True: the stage starts a fresh AdamW (zero moments) and a new warm-up, as a run started from
     # the weights of the stages before it would; so a warm start from a release of those stages
-    # (ltopd.models.release_job.warm_start) gives the weights a run from scratch gives.
+    # (ltopd.twins.build.warm_start) gives the weights a run from scratch gives.
     fresh_optimizer: bool = False
 
     def __post_init__(self) -> None:
@@ -99,30 +99,6 @@ class PretrainMetrics:
     wall_s: float = 0.0
     losses: list[float] = field(default_factory=list)
     stage_final_loss: dict[str, float] = field(default_factory=dict)
-
-
-# Module-name prefixes of the vision side in each family (Qwen3.5 and GLM: `visual` with its
-# `merger`; LLaVA-OneVision: `vision_tower`, `multi_modal_projector` and the newline embedding).
-MERGER_PREFIXES = ("model.visual.merger.", "model.multi_modal_projector.", "model.image_newline")
-VISION_PREFIXES = ("model.visual.", "model.vision_tower.")
-ADDED_PREFIX = ("llava_mini.",)
-
-
-def parameter_groups(model: torch.nn.Module) -> dict[str, list[torch.nn.Parameter]]:
-    """Split trainable parameters into vision tower, merger (projector) and language model."""
-    groups: dict[str, list[torch.nn.Parameter]] = {g: [] for g in GROUPS}
-    for name, param in model.named_parameters():
-        if not param.requires_grad:
-            continue
-        if name.startswith(ADDED_PREFIX):  # a module added for a method (LLaVA-Mini): its own lr
-            groups.setdefault(name.split(".", 1)[0], []).append(param)
-        elif name.startswith(MERGER_PREFIXES):
-            groups["merger"].append(param)
-        elif name.startswith(VISION_PREFIXES):
-            groups["vision"].append(param)
-        else:
-            groups["lm"].append(param)
-    return groups
 
 
 def _answer_objective(backbone: Backbone, records: Sequence[dict], config: PretrainConfig,

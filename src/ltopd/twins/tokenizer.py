@@ -1,9 +1,8 @@
 """A small byte-level BPE tokenizer trained locally, with the Qwen chat special tokens.
 
 The real Qwen3.5 vocabulary (248,320 ids) makes CPU training and generation ~10x slower, so the
-tiny twins use a vocabulary of a few thousand ids learned from the project's own text. Every
-family shares the Qwen chat format; only the image placeholders differ (GLM-4.xV's image span,
-LLaVA-OneVision's `<image>`), so one tokenizer serves all twins.
+tiny twins use a vocabulary of a few thousand ids learned from the project's own text. One
+tokenizer serves all twins (ltopd.models.special_tokens).
 """
 
 from __future__ import annotations
@@ -13,31 +12,14 @@ from collections.abc import Iterable
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-IM_START, IM_END, ENDOFTEXT = "<|im_start|>", "<|im_end|>", "<|endoftext|>"
-VISION_START, VISION_END = "<|vision_start|>", "<|vision_end|>"
-IMAGE_PAD, VIDEO_PAD = "<|image_pad|>", "<|video_pad|>"
-THINK_OPEN, THINK_CLOSE, ANSWER_OPEN, ANSWER_CLOSE = "<think>", "</think>", "<answer>", "</answer>"
-GLM_IMAGE_START, GLM_IMAGE_END, GLM_IMAGE = "<|begin_of_image|>", "<|end_of_image|>", "<|image|>"
-LLAVA_IMAGE = "<image>"
-
-# Order fixes the ids (Qwen's 0..10 first, then the other families' image tokens 11..14), so
-# every tokenizer built here shares them.
-SPECIAL_TOKENS: tuple[str, ...] = (
+from ltopd.models.special_tokens import (
     ENDOFTEXT,
-    IM_START,
     IM_END,
-    VISION_START,
-    VISION_END,
     IMAGE_PAD,
+    SPECIAL_TOKENS,
     VIDEO_PAD,
-    THINK_OPEN,
-    THINK_CLOSE,
-    ANSWER_OPEN,
-    ANSWER_CLOSE,
-    GLM_IMAGE_START,
-    GLM_IMAGE_END,
-    GLM_IMAGE,
-    LLAVA_IMAGE,
+    VISION_END,
+    VISION_START,
 )
 
 # Renders the same text as ltopd.models.prompt.render_prompt: system turn, user turn with the

@@ -16,8 +16,8 @@ from ltopd.data.sources import world_config
 from ltopd.data.world import answer_prior_baseline, generate_task_item
 from ltopd.models.backbone import Backbone
 from ltopd.models.inference import answer_accuracy, predict
-from ltopd.models.pretrain import PretrainConfig, Stage, StepLog, pretrain, summarize, task_stream
-from ltopd.models.twins import twin_backbone
+from ltopd.twins.architectures import twin_backbone
+from ltopd.twins.pretrain import PretrainConfig, Stage, StepLog, pretrain, summarize, task_stream
 
 # Item seeds of the twins' own splits: outside LT-14K's (20260824/20260830) and the benchmarks'
 # (>= 2**40) seed spaces, and apart from each other.
