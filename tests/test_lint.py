@@ -24,6 +24,6 @@ def test_ruff_check_passes():
     ruff = _ruff()
     if ruff is None:
         pytest.skip("ruff is not installed")
-    proc = subprocess.run([*ruff, "check", "--no-cache", "src", "tests", "benchmarks"], cwd=ROOT,
+    proc = subprocess.run([*ruff, "check", "--no-cache", "src", "tests", "benchmarks", "probes"], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

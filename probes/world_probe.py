@@ -1,8 +1,8 @@
 """Where does a twin's image route break? Per procedural-world task and scene density, accuracy at
 full tokens and at CDPruner 5% against the question-only prior of the same items:
 
-    python benchmarks/world_probe.py --release releases/qwen35-tiny [--n 120]
-    python benchmarks/world_probe.py --state train_state/release/qwen35-tiny/pretrain_state.pt \
+    python probes/world_probe.py --release releases/qwen35-tiny [--n 120]
+    python probes/world_probe.py --state train_state/release/qwen35-tiny/pretrain_state.pt \
         --twin qwen35-tiny --tokenizer releases/qwen35-tiny
 
 Items use seed 7,000,000 (no pretraining stage, gate or benchmark uses it). Prints a markdown table.
@@ -13,7 +13,7 @@ import argparse
 
 import torch
 
-import twin_source  # benchmarks/twin_source.py, beside this script
+import twin_source  # probes/twin_source.py, beside this script
 from ltopd.data.sources import world_config
 from ltopd.data.world import answer_prior_baseline, generate_task_item
 from ltopd.models.inference import answer_accuracy, predict

@@ -1,7 +1,7 @@
 """Does this environment run a twin as the one that trained it? One forward pass on fixed items:
 
-    python benchmarks/forward_fingerprint.py --release releases/qwen35-tiny
-    python benchmarks/forward_fingerprint.py --state STATE.pt --twin qwen35-tiny --tokenizer releases/qwen35-tiny
+    python probes/forward_fingerprint.py --release releases/qwen35-tiny
+    python probes/forward_fingerprint.py --state STATE.pt --twin qwen35-tiny --tokenizer releases/qwen35-tiny
 
 Prints the library versions, the response-token loss and the logits' sum on 32 procedural-world
 items (2-4 objects, colour and shape questions, seed 9,900,000), and the sum of the merged visual
@@ -17,8 +17,8 @@ import argparse
 import torch
 import transformers
 
-import twin_source  # benchmarks/twin_source.py, beside this script
-from lab_scenes import lab_world  # benchmarks/lab_scenes.py
+import twin_source  # probes/twin_source.py, beside this script
+from lab_scenes import lab_world  # probes/lab_scenes.py
 from ltopd.data.world import generate_task_item
 from ltopd.models.prompt import build_target
 

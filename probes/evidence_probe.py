@@ -1,8 +1,8 @@
 """Does a twin take the step from evidence to answer? Teacher-forced accuracy on evidence-first
 replies ("cyan, so B"; ltopd.bench.evidence) of the gate items of some benchmark twins:
 
-    python benchmarks/evidence_probe.py --release releases/qwen35-tiny [--bench pope,mmbench] [--n 200]
-    python benchmarks/evidence_probe.py --twin qwen35-tiny --state STATE.pt --tokenizer releases/qwen35-tiny
+    python probes/evidence_probe.py --release releases/qwen35-tiny [--bench pope,mmbench] [--n 200]
+    python probes/evidence_probe.py --twin qwen35-tiny --state STATE.pt --tokenizer releases/qwen35-tiny
 
 Per twin and per condition (with the image, and without it: the text alone), three accuracies
 of the argmax next token under teacher forcing: `evidence` (every evidence token right: the
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import yaml
 
-import twin_source  # benchmarks/twin_source.py, beside this script
+import twin_source  # probes/twin_source.py, beside this script
 from ltopd.bench.evidence import EVIDENCE, text_only, with_evidence
 from ltopd.bench.suites import synthetic_records
 from ltopd.bench.suites.instruct import GATE_SEED

@@ -1,14 +1,14 @@
 """Where the answer position looks: per head of each full-attention layer, the attention mass on
 image tokens and its entropy, for colour questions on one object and on 2-4 objects.
 
-Usage: python benchmarks/answer_attention.py STATE.pt [STATE.pt ...]  (qwen35-tiny states; the
+Usage: python probes/answer_attention.py STATE.pt [STATE.pt ...]  (qwen35-tiny states; the
 tokenizer from releases/qwen35-tiny). Measurements: docs/pretraining.md."""
 
 import sys
 
 import torch
 
-from lab_scenes import lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
+from lab_scenes import lab_world, load_state  # probes/lab_scenes.py, beside this script
 from ltopd.data.world import generate_task_item
 from ltopd.models.loading import load_tokenizer
 from ltopd.twins.architectures import twin_backbone

@@ -2,14 +2,14 @@
 
 A linear probe (1,200 colour items: 900 train, 300 test) on mean-pooled visual tokens of a saved
 state's vision tower, for one object and for 2-4 objects: the ceiling a language model reaches
-without attending selectively. Usage: python benchmarks/pooled_probe.py STATE.pt [TOKENIZER]"""
+without attending selectively. Usage: python probes/pooled_probe.py STATE.pt [TOKENIZER]"""
 
 import json
 import sys
 
 import torch
 
-from lab_scenes import lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
+from lab_scenes import lab_world, load_state  # probes/lab_scenes.py, beside this script
 from ltopd.data.world import generate_task_item
 from ltopd.data.world.palette import COLORS
 from ltopd.models.loading import load_tokenizer

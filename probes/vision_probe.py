@@ -1,8 +1,8 @@
 """How fast does a twin's vision tower learn shape? Supervises the tower and merger directly (no
 language model in the path) and prints held-out shape accuracy as it trains:
 
-    python benchmarks/vision_probe.py --labels image   # one shape label per image, mean-pooled head
-    python benchmarks/vision_probe.py --labels dense   # ltopd.twins.dense_vision's per-cell labels
+    python probes/vision_probe.py --labels image   # one shape label per image, mean-pooled head
+    python probes/vision_probe.py --labels dense   # ltopd.twins.dense_vision's per-cell labels
 
 `image` asks the shape of one large object (72-120 px, clean background); `dense` trains on 1-5
 objects of 32-120 px and scores, per held-out image, each labelled shape by the summed shape

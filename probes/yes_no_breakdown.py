@@ -1,8 +1,8 @@
 """What a twin answers to a yes/no benchmark twin, per category: how often it says "yes", how often
 "yes" is right, and its accuracy (a constant answer shows as said-yes 0.00 or 1.00 at accuracy 0.50):
 
-    python benchmarks/yes_no_breakdown.py --release releases/qwen35-tiny [--benchmark mme] [--n 400]
-    python benchmarks/yes_no_breakdown.py --state STATE/pretrain_state.pt --twin qwen35-tiny \
+    python probes/yes_no_breakdown.py --release releases/qwen35-tiny [--benchmark mme] [--n 400]
+    python probes/yes_no_breakdown.py --state STATE/pretrain_state.pt --twin qwen35-tiny \
         --tokenizer releases/qwen35-tiny
 
 Full tokens, greedy, the items of seed --seed (not the gates' or Table 2's). One thread.
@@ -16,7 +16,7 @@ import json
 import torch
 import yaml
 
-import twin_source  # benchmarks/twin_source.py, beside this script
+import twin_source  # probes/twin_source.py, beside this script
 from ltopd.bench.evaluate import evaluate_settings
 from ltopd.bench.suites import synthetic_records
 

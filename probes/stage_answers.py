@@ -1,7 +1,7 @@
 """The answers a pretraining stage teaches: yes / no counts per item template over the first --n
 items of one stage of a twin's recipe (is a yes/no drift a label skew?):
 
-    python benchmarks/stage_answers.py [--backbone qwen35-tiny] [--stage mix] [--n 3000]
+    python probes/stage_answers.py [--backbone qwen35-tiny] [--stage mix] [--n 3000]
 """
 from __future__ import annotations
 

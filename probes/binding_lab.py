@@ -17,9 +17,9 @@ forcing, and as "<task>_verdict" the verdict alone, its prefix given; held-out i
 --pre-text-only stage are keyed "<task>_text"). Stops at --deadline s.
 Measurements: docs/pretraining.md ("Why existence is not learned" and the sections after it).
 
-  python benchmarks/binding_lab.py --name x --tok releases/qwen35-tiny --vision-state STATE.pt \
+  python probes/binding_lab.py --name x --tok releases/qwen35-tiny --vision-state STATE.pt \
       --layers LLLF --tasks color --objects 2-4 [--save OUT.pt]
-  python benchmarks/binding_lab.py --name y --tok releases/qwen35-tiny --seed 1 --dense-steps 800 \
+  python probes/binding_lab.py --name y --tok releases/qwen35-tiny --seed 1 --dense-steps 800 \
       --dense-heads words --pre-tasks exists1hint --pre-steps 1000 --pre-text-only --tasks exists1 --objects 1-1
 """
 
@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 import ltopd.twins.pretrain as pretrain_module
-from lab_scenes import exists1, lab_world, load_state  # benchmarks/lab_scenes.py, beside this script
+from lab_scenes import exists1, lab_world, load_state  # probes/lab_scenes.py, beside this script
 from ltopd.data.world.palette import COLORS, SHAPES
 from ltopd.models.backbone import Backbone, family_ops
 from ltopd.models.loading import load_tokenizer

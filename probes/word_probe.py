@@ -3,9 +3,9 @@ merger directly (no language model in the path), with one linear word head on th
 cells a word or sign block covers (ltopd.twins.dense_vision.cell_labels), and prints held-out
 word accuracy (the argmax of the head's votes summed over the word's cells; chance 1/40):
 
-    python benchmarks/word_probe.py [--init release|fresh] [--font 22] [--lr 2e-3] [--steps 400]
-    python benchmarks/word_probe.py --state S/step1500.pt --frozen   # a saved state's tower, head only
-    python benchmarks/word_probe.py --lr 5e-4 --steps 2400 --save W.pt   # then continue_release.py --init W.pt
+    python probes/word_probe.py [--init release|fresh] [--font 22] [--lr 2e-3] [--steps 400]
+    python probes/word_probe.py --state S/step1500.pt --frozen   # a saved state's tower, head only
+    python probes/word_probe.py --lr 5e-4 --steps 2400 --save W.pt   # then continue_release.py --init W.pt
 
 Every image carries one word or sign (the world's `read` items, 1-4 objects beside it); `--font`
 is the world's `font_px` (22 is the default world's: capitals ~15 px, about one 16 px patch).

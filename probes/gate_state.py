@@ -3,13 +3,13 @@ the out-of-sample question-only baseline, the blind twin, full tokens, CDPruner 
 pretraining state (a running or killed `release_twin` job's, or a --snapshots file of
 continue_release.py), without stopping it:
 
-    python benchmarks/gate_state.py --twin qwen35-tiny \
+    python probes/gate_state.py --twin qwen35-tiny \
         --state train_state/release/qwen35-tiny/pretrain_state.pt --tokenizer models/tokenizer [--n 100]
 
 or of a release folder at another number of gate items or on some benchmarks only (without --n,
 each benchmark's evaluation n, as the manifest's gates):
 
-    python benchmarks/gate_state.py --release releases/qwen35-tiny --n 1000 --bench pope,gqa,mme
+    python probes/gate_state.py --release releases/qwen35-tiny --n 1000 --bench pope,gqa,mme
 
 `--evidence pope` asks POPE with the twin's instruction, as a twin whose entry has
 `evidence: [pope]` is asked (a release reads its own entry from --config). Prints the update
@@ -23,7 +23,7 @@ import argparse
 import torch
 import yaml
 
-import twin_source  # benchmarks/twin_source.py, beside this script
+import twin_source  # probes/twin_source.py, beside this script
 from ltopd.models.manifest import read_manifest
 from ltopd.report.releases import gate_table
 from ltopd.twins.build import twin_gates

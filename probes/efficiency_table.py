@@ -1,7 +1,7 @@
 """The analytic Table 5 for Qwen3.5-4B: KV cache and prefill FLOPs, full vs a reduced budget, by
 part, beside the paper's figures. No model is loaded (config/models/qwen3_5_4b.json).
 
-    python benchmarks/efficiency_table.py [--budget 0.05] [--floor 32] [--config config/models/qwen3_5_4b.json]
+    python probes/efficiency_table.py [--budget 0.05] [--floor 32] [--config config/models/qwen3_5_4b.json]
                                           [--visual N --text T]   # own token counts instead of the paper-derived ones
 """
 

@@ -2,10 +2,10 @@
 release's weights (a fresh optimiser), what appending those stages to its recipe would add without
 rebuilding the stages before them. Resumable; the state is what gate_state.py reads:
 
-    python benchmarks/continue_release.py --release releases/qwen35-tiny --backbone qwen35-tiny \
+    python probes/continue_release.py --release releases/qwen35-tiny --backbone qwen35-tiny \
         --stages '[{"name": "exist", "steps": 800, "lr": 0.0005, "lr_vision": 0.0005, "tasks": ["exists"]}]' \
         --state OUT
-    python benchmarks/gate_state.py --twin qwen35-tiny --state OUT/pretrain_state.pt \
+    python probes/gate_state.py --twin qwen35-tiny --state OUT/pretrain_state.pt \
         --tokenizer releases/qwen35-tiny --n 200
 
 The extra stages' item streams are those they would get appended to the recipe (their index

@@ -3,7 +3,7 @@ applied to every trained student: does training at 5% recover what pruning to 5%
 
 Needs a finished default run (twin + students):
 
-    python benchmarks/probe_students.py [--config config/default.yaml] [--root .]
+    python probes/probe_students.py [--config config/default.yaml] [--root .]
 
 Prints accuracy at full tokens and at the probe's ratio for each selector, for the base twin and
 each student (students are evaluated exactly as the base twin: same records, same selectors).
