@@ -2,7 +2,7 @@
 image tokens and its entropy, for colour questions on one object and on 2-4 objects.
 
 Usage: python probes/answer_attention.py STATE.pt [STATE.pt ...]  (qwen35-tiny states; the
-tokenizer from releases/qwen35-tiny). Measurements: docs/pretraining.md."""
+tokenizer from releases/qwen35-tiny). Measurements: docs/lab/pretraining-record.md."""
 
 import sys
 

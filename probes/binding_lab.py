@@ -15,7 +15,7 @@ line: the mean training loss and the accuracy per task on 192 held-out items (th
 token; for exists1cot and exists1echo every response token, the verdict included, under teacher
 forcing, and as "<task>_verdict" the verdict alone, its prefix given; held-out items of a
 --pre-text-only stage are keyed "<task>_text"). Stops at --deadline s.
-Measurements: docs/pretraining.md ("Why existence is not learned" and the sections after it).
+Measurements: docs/lab/pretraining-record.md ("Why existence is not learned" and the sections after it).
 
   python probes/binding_lab.py --name x --tok releases/qwen35-tiny --vision-state STATE.pt \
       --layers LLLF --tasks color --objects 2-4 [--save OUT.pt]

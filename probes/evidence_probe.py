@@ -8,7 +8,7 @@ Per twin and per condition (with the image, and without it: the text alone), thr
 of the argmax next token under teacher forcing: `evidence` (every evidence token right: the
 naming, from the image), `answer` (the answer tokens after ", so ", given the true evidence: the
 comparison or the letter lookup, a step between words of the context), and `reply` (both).
-Measurements: docs/pretraining.md ("Naming first").
+Measurements: docs/lab/pretraining-record.md ("Naming first").
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ Prints the library versions, the response-token loss and the logits' sum on 32 p
 items (2-4 objects, colour and shape questions, seed 9,900,000), and the sum of the merged visual
 tokens' absolute values (the vision tower and merger alone). Run it under two environments and
 compare: identical weights and items must give the same numbers up to float noise.
-Measured (docs/pretraining.md, "Library versions"): transformers 5.17 and 5.25 differ in the loss.
+Measured (docs/lab/pretraining-record.md, "Library versions"): transformers 5.17 and 5.25 differ in the loss.
 """
 
 from __future__ import annotations

@@ -265,7 +265,7 @@ def _stage_problems(key: str, stages: list[dict[str, Any]], base_world: dict[str
 # Items of each bench twin drawn in a stage's own world (MME: 200 images, every category 28 times).
 # A twin item's answer is drawn before its scene (no acceptance bias), so a narrow world fails some
 # items only: in a world of at most four objects an MMBench count of five (one question in 36) can
-# never be posed, which crashed a run 20 minutes in (docs/pretraining.md). The draws are seeded and
+# never be posed, which crashed a run 20 minutes in (docs/lab/pretraining-record.md). The draws are seeded and
 # world-independent, so the check is deterministic: seed 0's 400 MMBench records (116 questions)
 # hold two counts of five. Rarer failures still surface in the run, as its error.
 POSABLE_DRAWS = 400
