@@ -11,12 +11,13 @@ from ltopd.catalog import BENCHMARKS
 from ltopd.data.sources import world_config
 from ltopd.data.world import generate_task_item
 from ltopd.models.prompt import build_target
+from ltopd.train.distill import DistillTrainer
 from ltopd.train.families import make_trainer
 from ltopd.train.methods import TRAINED, MethodSpec, method_spec
 from ltopd.train.optim import build_optimizer, no_decay, set_lr
 from ltopd.train.response_logits import encode_responses, response_view, score
 from ltopd.train.rollout import rollout, trim
-from ltopd.train.trainer import DistillTrainer, TrainConfig
+from ltopd.train.trainer import TrainConfig
 from ltopd.twins.architectures import twin_backbone
 from ltopd.twins.corpus import corpus
 from ltopd.twins.tokenizer import build_tokenizer

@@ -3,11 +3,13 @@ place that knows every trainer, so none registers itself by being imported."""
 from __future__ import annotations
 
 from ltopd.models.backbone import Backbone
+from ltopd.train.distill import DistillTrainer
 from ltopd.train.epic import EpicTrainer
 from ltopd.train.llava_mini import LlavaMiniTrainer
 from ltopd.train.methods import MethodSpec
 from ltopd.train.rl import RLTrainer
-from ltopd.train.trainer import DistillTrainer, SFTTrainer, TrainConfig, Trainer
+from ltopd.train.sft import SFTTrainer
+from ltopd.train.trainer import TrainConfig, Trainer
 
 TRAINERS: dict[str, type[Trainer]] = {
     "distill": DistillTrainer,     # LT-OPD, its ablations, fixed-prefix KD

@@ -11,7 +11,8 @@ import torch
 from ltopd.models.backbone import Backbone
 from ltopd.models.llava_mini import LlavaMiniConfig, adapter_of, attach
 from ltopd.train.methods import MethodSpec
-from ltopd.train.trainer import SFTTrainer, TrainConfig
+from ltopd.train.sft import SFTTrainer
+from ltopd.train.trainer import TrainConfig
 
 
 class LlavaMiniTrainer(SFTTrainer):
