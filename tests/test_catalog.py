@@ -164,8 +164,8 @@ def test_library_functions_take_the_selector_budget_and_floor_from_their_callers
     from ltopd.models.hook import choose
     from ltopd.models.inference import predict, predict_settings
     from ltopd.pipeline.efficiency_jobs import methods
+    from ltopd.report.grid_tables import build, seed_comparisons
     from ltopd.report.studies import build_study, recovery
-    from ltopd.report.table2 import build, seed_comparisons
     from ltopd.train.curriculum import keep_ratio, kept_tokens, schedule
     from ltopd.train.trainer import TrainConfig
 

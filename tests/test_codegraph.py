@@ -89,4 +89,4 @@ def test_the_release_code_is_the_release_builds_imports():
     files = set(code_hashes())
     assert {"twins/pretrain.py", "bench/evidence.py", "bench/suites/instruct.py", "data/sources.py",
             "twins/build.py"} <= files
-    assert "report/table2.py" not in files and "pipeline/train_job.py" not in files
+    assert "report/grid_tables.py" not in files and "pipeline/train_job.py" not in files

@@ -22,7 +22,7 @@ CORPUS = [
     "What colour is the square? How many circles are there? Is there a red triangle?",
     "A. red B. blue C. green D. yellow. The answer is 3 shapes.",
 ] * 20
-FAMILIES = ["qwen35-tiny", "glm46v-tiny", "llava-ov-tiny"]  # one twin of each family
+ONE_TWIN_PER_FAMILY = ["qwen35-tiny", "glm46v-tiny", "llava-ov-tiny"]  # one twin of each family
 
 
 def _image(side_w: int, side_h: int, seed: int) -> Image.Image:
@@ -42,7 +42,7 @@ def tok():
     return build_tokenizer(CORPUS, 400)
 
 
-@pytest.fixture(scope="module", params=FAMILIES)
+@pytest.fixture(scope="module", params=ONE_TWIN_PER_FAMILY)
 def bb(request, tok):
     return twin_backbone(request.param, tok, seed=3)
 

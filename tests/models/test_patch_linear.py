@@ -13,7 +13,7 @@ from ltopd.models.patch_linear import PatchLinearConv2d, PatchLinearConv3d, line
 from ltopd.twins.architectures import twin_backbone
 from ltopd.twins.tokenizer import build_tokenizer
 
-FAMILIES = ["qwen35-tiny", "glm46v-tiny", "llava-ov-tiny"]
+ONE_TWIN_PER_FAMILY = ["qwen35-tiny", "glm46v-tiny", "llava-ov-tiny"]
 STOCK = {PatchLinearConv3d: nn.Conv3d, PatchLinearConv2d: nn.Conv2d}
 
 
@@ -32,7 +32,7 @@ def _linearized(model: nn.Module) -> dict[str, nn.Module]:
     return {n: m for n, m in model.named_modules() if type(m) in STOCK}
 
 
-@pytest.mark.parametrize("twin", FAMILIES)
+@pytest.mark.parametrize("twin", ONE_TWIN_PER_FAMILY)
 def test_every_patch_conv_is_linearized_and_matches_the_stock_conv(twin, tok):
     bb = twin_backbone(twin, tok, seed=1)
     convs = _linearized(bb.model)
@@ -79,7 +79,7 @@ def test_only_patchwise_convs_switch_and_twice_is_a_no_op():
     torch.testing.assert_close(model[0](odd), nn.Conv2d.forward(model[0], odd))
 
 
-@pytest.mark.parametrize("twin", FAMILIES)
+@pytest.mark.parametrize("twin", ONE_TWIN_PER_FAMILY)
 def test_state_dict_unchanged_and_loading_linearizes(twin, tok, tmp_path):
     bb = twin_backbone(twin, tok, seed=1)
     stock = twin_backbone(twin, tok, seed=1).model
@@ -92,7 +92,7 @@ def test_state_dict_unchanged_and_loading_linearizes(twin, tok, tmp_path):
     assert set(_linearized(loaded.model)) == set(_linearized(bb.model))
 
 
-@pytest.mark.parametrize("twin", FAMILIES)
+@pytest.mark.parametrize("twin", ONE_TWIN_PER_FAMILY)
 def test_full_selection_counts_tokens_without_the_vision_tower(twin, tok, monkeypatch):
     bb = twin_backbone(twin, tok, seed=1)
     batch = bb.encode([_record(1, (128, 128)), _record(2, (96, 160))])

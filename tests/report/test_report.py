@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ltopd.report import figures, table2
+from ltopd.report import figures, grid_tables
 from ltopd.report.retain import Stat, retain_ratio
 from ltopd.reported import paper_rows
 from ltopd.stats import gates
@@ -59,7 +59,7 @@ def _results() -> list[dict]:
 
 
 def test_rows_retain_per_seed_then_mean_and_sd() -> None:
-    rows = table2.our_rows(_results(), "bb", ["x", "y"])
+    rows = grid_tables.our_rows(_results(), "bb", ["x", "y"])
     assert [(r["method"], r["budget"]) for r in rows] == [("full", 1.0), ("fastv", 0.1), ("cdpruner", 0.05)]
     cdp = rows[2]
     # seed 0: (40/80 + 40/40) / 2 = 75; seed 1: (30/60 + 25/50) / 2 = 50 -> mean 62.5, sd 17.68
@@ -72,31 +72,31 @@ def test_seed_comparisons_pair_each_seed_with_the_reference() -> None:
     results = _results() + [  # a trained method at the reference's budget, three seeds (cdpruner has two)
         {"backbone": "bb", "method": "ltopd", "budget": 0.05, "benchmark": b, "seed": s, "score": v}
         for s, b, v in [(0, "x", 46.0), (0, "y", 40.0), (1, "x", 40.0), (1, "y", 25.0), (2, "x", 1.0)]]
-    lines = table2.seed_comparisons(results, "bb", ["x", "y"], "cdpruner")
+    lines = grid_tables.seed_comparisons(results, "bb", ["x", "y"], "cdpruner")
     assert len(lines) == 1 and lines[0].startswith("LT-OPD - CDPruner at 5%") and "seeds [0, 1]" in lines[0]
     # x: differences 46 - 40 = 6 and 40 - 30 = 10: mean 8, sd 2.828, se 2, t(1) 12.706 -> [-17.4, 33.4]
     assert "x +8.0 [-17.4, 33.4]" in lines[0]
     assert "y +0.0 [0.0, 0.0]" in lines[0]  # the same score at both seeds: no spread
-    assert table2.seed_comparisons([r for r in results if r["seed"] == 0], "bb", ["x", "y"], "cdpruner") == []
+    assert grid_tables.seed_comparisons([r for r in results if r["seed"] == 0], "bb", ["x", "y"], "cdpruner") == []
 
 
 def test_build_marks_paper_rows_and_needs_full() -> None:
-    rows, notes = table2.build(_results(), "bb", ["x", "y"], pruned="cdpruner")
+    rows, notes = grid_tables.build(_results(), "bb", ["x", "y"], pruned="cdpruner")
     assert {r["source"] for r in rows} == {"ours", "paper"}
     assert any(r["source"] == "paper" and r["method"] == "ltopd" and r["avg_retain"].mean == 82.3 for r in rows)
     assert "seeds [0, 1]" in notes[0]
     with pytest.raises(ValueError, match="no full-token results for backbone 'nobody'"):
-        table2.build(_results(), "nobody", ["x"], pruned="cdpruner")
+        grid_tables.build(_results(), "nobody", ["x"], pruned="cdpruner")
 
 
 def test_csv_markdown_and_figure(tmp_path) -> None:
-    rows, notes = table2.build(_results(), "bb", ["x", "y"], pruned="cdpruner")
-    parsed = list(csv.DictReader(io.StringIO(table2.to_csv(rows, ["x", "y"]))))
+    rows, notes = grid_tables.build(_results(), "bb", ["x", "y"], pruned="cdpruner")
+    parsed = list(csv.DictReader(io.StringIO(grid_tables.to_csv(rows, ["x", "y"]))))
     ours = [r for r in parsed if r["source"] == "ours"]
     assert ours[2]["method"] == "cdpruner" and float(ours[2]["avg_retain"]) == 62.5
     assert float(ours[2]["avg_retain_sd"]) == pytest.approx(17.68, abs=0.01) and ours[2]["seeds"] == "2"
     assert ours[2]["retain_over"] == "x y"
-    md = table2.to_markdown(rows, ["x", "y"], notes)
+    md = grid_tables.to_markdown(rows, ["x", "y"], notes)
     assert "| ours | CDPruner | 5% | 35.0 ± 7.1 | 32.5 ± 10.6 | 62.5 ± 17.7 |" in md
     assert "| paper | LT-OPD | 5% |" in md
     figures.retain_vs_budget(rows, tmp_path / "f.png", "t")
@@ -108,7 +108,7 @@ def test_zero_full_score_is_noted() -> None:
     for r in res:
         if r["benchmark"] == "y":
             r["score"] = 0.0
-    rows, notes = table2.build(res, "bb", ["x", "y"], pruned="cdpruner")
+    rows, notes = grid_tables.build(res, "bb", ["x", "y"], pruned="cdpruner")
     assert any("full-token score 0 on ['y']" in n for n in notes)
     assert next(r for r in rows if r["method"] == "cdpruner")["retain_over"] == ["x"]
 
@@ -116,7 +116,7 @@ def test_zero_full_score_is_noted() -> None:
 def test_load_results_names_a_bad_file(tmp_path) -> None:
     (tmp_path / "m.json").write_text('{"score": 1}')
     with pytest.raises(ValueError, match=r"m\.json: not an evaluation metrics file"):
-        table2.load_results([tmp_path / "m.json"])
+        grid_tables.load_results([tmp_path / "m.json"])
 
 
 def _reported_text(table: str) -> str:
@@ -145,8 +145,8 @@ def test_transcribed_paper_numbers_appear_in_reported_numbers(table) -> None:
 def test_ablation_table_keeps_full_and_its_methods() -> None:
     results = [dict(r, method=m) for r in _results() if r["method"] == "cdpruner"
                for m in ("ltopd", "ltopd_teacher_ema", "sft")] + [r for r in _results() if r["method"] == "full"]
-    rows, _ = table2.build(results, "bb", ["x", "y"], table="table7",
-                           methods=["ltopd", "ltopd_trust_region", "ltopd_teacher_ema"], pruned="cdpruner")
+    rows, _ = grid_tables.build(results, "bb", ["x", "y"], table="table7",
+                                methods=["ltopd", "ltopd_trust_region", "ltopd_teacher_ema"], pruned="cdpruner")
     assert [(r["source"], r["method"]) for r in rows] == [
         ("ours", "full"), ("ours", "ltopd"), ("ours", "ltopd_teacher_ema"),
         ("paper", "ltopd"), ("paper", "ltopd_trust_region"), ("paper", "ltopd_teacher_ema")]
@@ -213,10 +213,10 @@ def test_study_numbers_are_quoted_on_their_own_lines() -> None:
 
 
 def test_reported_rows_honour_a_rows_own_backbone() -> None:
-    rows = table2.reported_rows(["x"], "table4")
+    rows = grid_tables.reported_rows(["x"], "table4")
     assert [r["backbone"] for r in rows] == ["GLM-4.6V-9B"] * 2 + ["LLaVA-OV-1.5-4B"] * 2
-    assert {r["backbone"] for r in table2.reported_rows(["x"], "table6")} == {"Qwen3.5-4B"}  # the table's
-    assert {r["backbone"] for r in table2.reported_rows(["x"], "table14")} == {"Qwen3.5-4B"}  # the default
+    assert {r["backbone"] for r in grid_tables.reported_rows(["x"], "table6")} == {"Qwen3.5-4B"}  # the table's
+    assert {r["backbone"] for r in grid_tables.reported_rows(["x"], "table14")} == {"Qwen3.5-4B"}  # the default
 
 
 # ------------------------------------------------------------------ gates, question-only, intervals
@@ -268,8 +268,8 @@ def _evidence(full_like_qo: bool = False):
 
 def test_gate_keeps_only_benchmarks_full_tokens_clearly_win() -> None:
     results, preds, fit = _evidence()
-    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=400,
-                               pruned="cdpruner")
+    rows, notes = grid_tables.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=400,
+                                    pruned="cdpruner")
     ours = [r for r in rows if r["source"] != "paper"]
     assert [(r["source"], r["method"]) for r in ours] == [
         ("ours", "full"), ("baseline", "question_only"), ("gate", "gate"),
@@ -307,8 +307,8 @@ def test_the_blind_twin_is_the_gates_second_baseline(blind_gqa, passes) -> None:
         preds[("bb", "blind", 1.0, b, 0)] = rows
         results.append({"backbone": "bb", "method": "blind", "budget": 1.0, "benchmark": b, "seed": 0,
                         "score": score(b, rows)["score"]})
-    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=300,
-                               pruned="cdpruner")
+    rows, notes = grid_tables.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=300,
+                                    pruned="cdpruner")
     ours = [r for r in rows if r["source"] != "paper"]
     assert [(r["source"], r["method"]) for r in ours][:4] == [
         ("ours", "full"), ("baseline", "question_only"), ("gate", "gate"), ("ours", "blind")]
@@ -320,7 +320,7 @@ def test_the_blind_twin_is_the_gates_second_baseline(blind_gqa, passes) -> None:
     assert gate["retain_over"] == (["gqa"] if passes else [])
     expected = r"pass \(\+[\d.]+ SE; blind \+[\d.]+ SE\)" if passes else r"fail \(\+[\d.]+ SE; blind \+0\.0 SE\)"
     assert re.fullmatch(expected, gate["text"]["gqa"]), gate["text"]["gqa"]
-    md = table2.to_markdown(rows, ["gqa", "vstar"], notes)
+    md = grid_tables.to_markdown(rows, ["gqa", "vstar"], notes)
     assert "| gate | Gate: full - QO and full - blind >= 3 SE |" in md
     assert "| ours | Blind (no image) | 100% | " in md
     assert any("and the blind twin (the model asked without the images) too" in n for n in notes)
@@ -328,16 +328,17 @@ def test_the_blind_twin_is_the_gates_second_baseline(blind_gqa, passes) -> None:
 
 def test_gated_table_files() -> None:
     results, preds, fit = _evidence()
-    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=300,
-                               pruned="cdpruner")
-    parsed = {(r["source"], r["method"]): r for r in csv.DictReader(io.StringIO(table2.to_csv(rows, ["gqa", "vstar"])))}
+    rows, notes = grid_tables.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=300,
+                                    pruned="cdpruner")
+    parsed = {(r["source"], r["method"]): r
+              for r in csv.DictReader(io.StringIO(grid_tables.to_csv(rows, ["gqa", "vstar"])))}
     cdp = parsed[("ours", "cdpruner")]
     assert float(cdp["avg_retain_lo"]) < float(cdp["avg_retain"]) < float(cdp["avg_retain_hi"])
     assert (parsed[("baseline", "question_only")]["gqa"] == "12.50"
             and parsed[("baseline", "question_only")]["budget"] == "")
     assert parsed[("gate", "gate")]["retain_over"] == "gqa" and float(parsed[("gate", "gate")]["gqa"]) > 3
     assert parsed[("paper", "ltopd")]["avg_retain_lo"] == ""
-    md = table2.to_markdown(rows, ["gqa", "vstar"], notes)
+    md = grid_tables.to_markdown(rows, ["gqa", "vstar"], notes)
     assert re.search(r"\| ours \| CDPruner \| 5% \| 50\.0 ± 0\.0 \| 30\.0 ± 0\.0 \| "
                      r"55\.6 ± 0\.0 \[[\d.]+, [\d.]+\] \|", md)
     assert "| ours | Question-only (out of sample) |  | 12.5 ± 0.0 | 25.0 ± 0.0 |  |" in md
@@ -347,27 +348,28 @@ def test_gated_table_files() -> None:
 
 def test_no_benchmark_passing_the_gate_leaves_the_average_undefined() -> None:
     results, preds, fit = _evidence(full_like_qo=True)  # full tokens answer like the blind guesser
-    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=200,
-                               pruned="cdpruner")
+    rows, notes = grid_tables.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=200,
+                                    pruned="cdpruner")
     ours = [r for r in rows if r["source"] == "ours"]
     assert all(math.isnan(r["avg_retain"].mean) and r["avg_retain_ci"] is None for r in ours)
     assert any("no benchmark passed the gate: the average retain ratio is n/a" in n for n in notes)
     assert not any("LT-OPD - CDPruner" in n and "retain points" in n for n in notes)  # the seed-paired
-    md = table2.to_markdown(rows, ["gqa", "vstar"], notes)  # per-benchmark differences need no gate
+    md = grid_tables.to_markdown(rows, ["gqa", "vstar"], notes)  # per-benchmark differences need no gate
     assert "| ours | Full tokens | 100% | 12.5 ± 0.0 | 25.0 ± 0.0 | n/a |" in md
-    parsed = [r for r in csv.DictReader(io.StringIO(table2.to_csv(rows, ["gqa", "vstar"]))) if r["source"] == "ours"]
+    parsed = [r for r in csv.DictReader(io.StringIO(grid_tables.to_csv(rows, ["gqa", "vstar"])))
+              if r["source"] == "ours"]
     assert all(r["avg_retain"] == "" and r["retain_over"] == "" for r in parsed)
 
 
 def test_without_fit_records_the_baseline_is_cross_fitted() -> None:
     results, preds, _ = _evidence()
-    rows, notes = table2.build(results, "bb", ["gqa", "vstar"], predictions=preds, n_boot=200, pruned="cdpruner")
+    rows, notes = grid_tables.build(results, "bb", ["gqa", "vstar"], predictions=preds, n_boot=200, pruned="cdpruner")
     assert any("gqa: 5-fold cross-fit on the scored records" in n for n in notes)
     qo = next(r for r in rows if r["source"] == "baseline")
     # cross-fitted on the scored items themselves (answers w0..w7 equally often): 1 in 8 at most
     assert qo["bench"]["gqa"].mean <= 100 / 8 + 1e-9
     # without predictions the table is the plain one (ablation tables, studies, Figure 1 right)
-    plain, _ = table2.build(results, "bb", ["gqa", "vstar"], pruned="cdpruner")
+    plain, _ = grid_tables.build(results, "bb", ["gqa", "vstar"], pruned="cdpruner")
     assert [r["source"] for r in plain if r["source"] != "paper"] == ["ours"] * 4
     assert next(r for r in plain if r["method"] == "cdpruner")["retain_over"] == ["gqa", "vstar"]
 
@@ -392,12 +394,12 @@ def test_table2_from_the_cli_with_predictions_and_fit_records(tmp_path, monkeypa
             d = _write_eval(tmp_path / "eval", preds[("bb", r["method"], r["budget"], r["benchmark"], 0)], r)
             metrics.append(str(d / "metrics.json"))
             pred_files.append(str(d / "predictions.jsonl"))
-    loaded = table2.load_predictions(pred_files)
+    loaded = grid_tables.load_predictions(pred_files)
     assert loaded[("bb", "ltopd", 0.05, "gqa", 0)] == preds[("bb", "ltopd", 0.05, "gqa", 0)]
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "predictions.jsonl").write_text("{}\n")
     with pytest.raises(FileNotFoundError):
-        table2.load_predictions([tmp_path / "bad" / "predictions.jsonl"])
+        grid_tables.load_predictions([tmp_path / "bad" / "predictions.jsonl"])
     # fit records as build-bench saves them: a V* twin at another seed (GQA: cross-fitted)
     save_records(synthetic_records("vstar", 8, 1000, {"image_size": 128}), tmp_path / "fit")
     for k, v in {"TRACKING_URI": f"sqlite:///{tmp_path / 'mlruns.db'}", "EXPERIMENT": "t",
@@ -455,8 +457,8 @@ def test_spread_labels_keep_a_gap_and_stay_near_their_points():
 def test_headline_json_for_dvc_metrics():
     import math
 
+    from ltopd.report.grid_tables import headline
     from ltopd.report.retain import Stat
-    from ltopd.report.table2 import headline
     from ltopd.stats.bootstrap import Interval
 
     rows = [

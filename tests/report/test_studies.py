@@ -1,5 +1,5 @@
 """Tables 3/4/6/14, Figure 4's recovery and Figure 1 right against hand-worked numbers, a
-brute-force FLOPs count from the raw Qwen3.5-4B config, and the `ltopd study|figure4|figure1`
+brute-force FLOPs count from the raw Qwen3.5-4B config, and the `ltopd study|figure4|figure1-right`
 commands end to end on made-up metrics files."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from ltopd import grid
 from ltopd.efficiency import table5
 from ltopd.efficiency.analytic import TextArch
-from ltopd.report import figures, studies, table2
+from ltopd.report import figures, grid_tables, studies
 
 ROOT = Path(__file__).resolve().parents[2]
 QWEN4B = ROOT / "config" / "models" / "qwen3_5_4b.json"
@@ -123,7 +123,7 @@ def test_study_rows_each_backbone_against_its_own_full() -> None:
     assert md.splitlines()[0] == "|  | Backbone | Method | Budget | x | y | Avg. retain (%) |"
     assert "| ours | b2 | LT-OPD | 5% | 45.0 | 90.0 | 90.0 |" in md
     assert "| paper | Qwen3.5-9B | CDPruner | 5% |  |  | 71.1 |" in md
-    parsed = list(csv.DictReader(io.StringIO(table2.to_csv(rows, ["x", "y"]))))
+    parsed = list(csv.DictReader(io.StringIO(grid_tables.to_csv(rows, ["x", "y"]))))
     assert [(p["backbone"], p["method"], p["avg_retain"]) for p in parsed][4:6] == [
         ("b2", "cdpruner", "75.00"), ("b2", "ltopd", "90.00")]
 
@@ -182,7 +182,7 @@ def test_flops_vs_retain_matches_brute_force_and_table5() -> None:
     n_text, n_visual, floor = studies.protocol_tokens(arch)
     assert floor == 32 and n_text + n_visual == pytest.approx(
         next(r for r in table5.analytic_rows(arch, "cdpruner") if r["method"] == "full")["prefill_tokens"])
-    t2, _ = table2.build([
+    t2, _ = grid_tables.build([
         _r("bb", "full", 1.0, "x", 0, 80), _r("bb", "cdpruner", 0.05, "x", 0, 40),
         _r("bb", "cdpruner", 0.1, "x", 0, 60), _r("bb", "epic", 0.05, "x", 0, 70),
         _r("bb", "blind", 1.0, "x", 0, 20)], "bb", ["x"], pruned="cdpruner")
@@ -213,8 +213,8 @@ def test_flops_vs_retain_matches_brute_force_and_table5() -> None:
 def test_flops_figure_written(tmp_path) -> None:
     arch = TextArch.from_file(QWEN4B)
     n_text, n_visual, floor = studies.protocol_tokens(arch)
-    t2, _ = table2.build([_r("bb", m, b, "x", s, v) for m, b, v in (("full", 1.0, 80), ("cdpruner", 0.05, 40))
-                          for s in (0, 1)], "bb", ["x"], pruned="cdpruner")
+    t2, _ = grid_tables.build([_r("bb", m, b, "x", s, v) for m, b, v in (("full", 1.0, 80), ("cdpruner", 0.05, 40))
+                               for s in (0, 1)], "bb", ["x"], pruned="cdpruner")
     rows = studies.flops_vs_retain(t2, arch, floor, n_visual, n_text)
     figures.flops_retain_scatter(rows, tmp_path / "f1.png", "Figure 1 right", "a note")
     assert (tmp_path / "f1.png").read_bytes()[:8] == PNG
@@ -250,7 +250,7 @@ def mlflow_env(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", env["TRACKING_URI"])
 
 
-def test_cli_study_figure4_figure1(tmp_path, mlflow_env, capsys) -> None:
+def test_cli_study_figure4_figure1_right(tmp_path, mlflow_env, capsys) -> None:
     from ltopd.pipeline import study_jobs as report_cli
 
     spec = {"profile": "test", "grid": {"backbones": ["b1"], "benchmarks": ["x", "y"], "budgets": [0.1, 0.05]},
@@ -280,7 +280,7 @@ def test_cli_study_figure4_figure1(tmp_path, mlflow_env, capsys) -> None:
 
     files = _write_metrics(tmp_path / "f1", [r for r in _two_backbones() if r["backbone"] == "b1"])
     out, png = tmp_path / "res" / "figure1_right.csv", tmp_path / "res" / "figures" / "figure1_right.png"
-    assert report_cli.run(_parse(["figure1", "--spec", json.dumps(spec), "--results", *files,
+    assert report_cli.run(_parse(["figure1-right", "--spec", json.dumps(spec), "--results", *files,
                                   "--out", str(out), "--figure", str(png)])) == 0
     pts = {(r["source"], r["method"], r["budget"]): r for r in csv.DictReader(out.open())}
     # Table 2's rows of b1: every method and budget, grpo included (ours), then the paper's three

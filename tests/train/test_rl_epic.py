@@ -13,7 +13,7 @@ from ltopd.train.epic import EpicParams, EpicTrainer, reduction_bounds, teacher_
 from ltopd.train.families import make_trainer
 from ltopd.train.losses import epic_loss
 from ltopd.train.methods import method_spec
-from ltopd.train.response_logits import encode_responses, score
+from ltopd.train.response_logits import encode_responses, response_logits
 from ltopd.train.reward import correctness_reward
 from ltopd.train.rl import RLParams
 from ltopd.train.rollout import rollout
@@ -62,7 +62,7 @@ def test_rl_gradient_is_the_group_normalised_policy_gradient(tok, records, monke
     assert ((r.amax(1) - r.amin(1)) > 0).all(), "pick a reward that varies within each group"
     adv = ((r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + 1e-6)).view(-1)
     batch, width = encode_responses(ref.student, ro.records, ro.responses)
-    s = score(ref.student, batch, width, ro.selection)
+    s = response_logits(ref.student, batch, width, ro.selection)
     logp = torch.log_softmax(s.logits.float(), -1).gather(-1, s.ids.unsqueeze(-1)).squeeze(-1)
     per_seq = (logp * s.mask).sum(1) / s.mask.sum(1)
     ref.optimizer.zero_grad(set_to_none=True)
@@ -152,8 +152,8 @@ def test_epic_loss_is_the_formula_on_two_independent_forwards(tok, records) -> N
     bb, seed = t.student, step_seed(cfg.seed, step)
     batch, width = encode_responses(bb, records, [build_target(r) for r in records])
     with torch.no_grad():
-        teacher = score(bb, batch, width, bb.select(batch, 0.5, "cdpruner", cfg.floor, seed))
-        student = score(bb, batch, width, bb.select(batch, 0.2, "cdpruner", cfg.floor, seed))
+        teacher = response_logits(bb, batch, width, bb.select(batch, 0.5, "cdpruner", cfg.floor, seed))
+        student = response_logits(bb, batch, width, bb.select(batch, 0.2, "cdpruner", cfg.floor, seed))
         s = torch.log_softmax(student.logits / 2, -1)
         tt = torch.log_softmax(teacher.logits / 2, -1)
         kl = (tt.exp() * (tt - s)).sum(-1)

@@ -124,9 +124,9 @@ def test_dynamic_sampling_drops_constant_groups():
 
 def test_the_policy_loss_registry_covers_every_rl_method() -> None:
     from ltopd.train import methods
-    from ltopd.train.rl import POLICY_LOSSES, RLParams
+    from ltopd.train.rl import POLICY_LOSS_SPECS, RLParams
 
-    assert set(POLICY_LOSSES) == set(methods.POLICY_LOSSES)
+    assert set(POLICY_LOSS_SPECS) == set(methods.POLICY_LOSSES)
     p = RLParams()
-    assert POLICY_LOSSES["grpo"].clip_range(p) == (p.clip, p.clip)
-    assert [n for n, spec in POLICY_LOSSES.items() if spec.token_mean or spec.dynamic_sampling] == ["dapo"]
+    assert POLICY_LOSS_SPECS["grpo"].clip_range(p) == (p.clip, p.clip)
+    assert [n for n, spec in POLICY_LOSS_SPECS.items() if spec.token_mean or spec.dynamic_sampling] == ["dapo"]

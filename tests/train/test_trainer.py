@@ -15,7 +15,7 @@ from ltopd.train.distill import DistillTrainer
 from ltopd.train.families import make_trainer
 from ltopd.train.methods import TRAINED, MethodSpec, method_spec
 from ltopd.train.optim import build_optimizer, no_decay, set_lr
-from ltopd.train.response_logits import encode_responses, response_view, score
+from ltopd.train.response_logits import encode_responses, response_logits, response_view
 from ltopd.train.rollout import rollout, trim
 from ltopd.train.trainer import TrainConfig
 from ltopd.twins.architectures import twin_backbone
@@ -46,7 +46,7 @@ def test_response_logits_match_a_per_row_brute_force(tok, records) -> None:
     responses = ["red</answer>", "a much longer answer here</answer>", "b</answer>", "blue</answer>"]
     batch, width = encode_responses(bb, records, responses)
     with torch.no_grad():
-        got = score(bb, batch, width, None)
+        got = response_logits(bb, batch, width, None)
         for b, rec in enumerate(records):  # one row alone, no padding: logits at t-1 predict token t
             one, _ = encode_responses(bb, [rec], [responses[b]])
             out, _ = bb.forward(one, None)
@@ -58,14 +58,14 @@ def test_response_logits_match_a_per_row_brute_force(tok, records) -> None:
 
 
 def test_response_logits_of_a_pruned_context_equal_the_full_logits_forward(tok, records) -> None:
-    """score() computes logits for the last width + 1 positions only; they equal the response
+    """response_logits() computes logits for the last width + 1 positions only; they equal the response
     positions of a forward over the whole pruned sequence (labels from the pruned sequence)."""
     bb = backbone(tok)
     responses = ["red</answer>", "a longer answer</answer>", "b</answer>", "blue</answer>"]
     batch, width = encode_responses(bb, records, responses)
     selection = bb.select(batch, 0.25, "cdpruner", floor=1)
     with torch.no_grad():
-        got = score(bb, batch, width, selection)
+        got = response_logits(bb, batch, width, selection)
         out, pruned = bb.forward(batch, selection, with_labels=True)
         ref = response_view(out.logits, pruned.labels, width)
     assert got.logits.shape == ref.logits.shape == (len(records), width, bb.model.config.text_config.vocab_size)

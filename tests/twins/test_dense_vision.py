@@ -229,11 +229,11 @@ def test_an_unknown_objective_names_the_allowed_ones():
 def test_the_profile_schema_and_checks_know_every_objective():
     """The schema's enum and the config checks' dense objectives are the trainer's registries."""
     from ltopd import config
-    from ltopd.twins.pretrain import DENSE_OBJECTIVES, OBJECTIVES
+    from ltopd.twins.pretrain import DENSE_OBJECTIVES, STAGE_OBJECTIVES
 
     enums = [node["enum"] for node in _walk(config.schema()) if isinstance(node, dict)
              and "answer" in node.get("enum", [])]
-    assert enums and all(sorted(e) == sorted(OBJECTIVES) for e in enums)
+    assert enums and all(sorted(e) == sorted(STAGE_OBJECTIVES) for e in enums)
     assert config.DENSE_OBJECTIVES == DENSE_OBJECTIVES
 
 

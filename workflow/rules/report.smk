@@ -121,7 +121,7 @@ if config.get("efficiency"):
         conda:
             "../../envs/ltopd.yaml"
         shell:
-            "ltopd figure1 --spec {params.spec:q} --results {input.results} --analytic-config {input.arch} "
+            "ltopd figure1-right --spec {params.spec:q} --results {input.results} --analytic-config {input.arch} "
             "--out {output.csv} --figure {output.figure} --rule figure1_right > {log} 2>&1"
 
 

@@ -1,6 +1,6 @@
 """Family-agnostic backbone adapter: model + processor + the family's operations.
 
-Families register by `model_type` (FAMILIES); trainers and the evaluator only talk to `Backbone`.
+Families register by `model_type` (BACKBONE_FAMILIES); trainers and the evaluator only talk to `Backbone`.
 """
 
 from __future__ import annotations
@@ -54,14 +54,14 @@ _LM_FIELDS = frozenset({"last_query_attention", "key_states", "text_key_states",
 # ... and from the vision encoder's self-attention.
 _ENCODER_FIELDS = frozenset({"encoder_attention_object", "encoder_attention_output"})
 
-FAMILIES: dict[str, BackboneFamily] = {ops.model_type: ops for ops in (Qwen35Ops(), Glm46VOps(), LlavaOVOps())}
+BACKBONE_FAMILIES: dict[str, BackboneFamily] = {ops.model_type: ops for ops in (Qwen35Ops(), Glm46VOps(), LlavaOVOps())}
 
 
 def family_ops(model_type: str) -> BackboneFamily:
     """The registered operations for `model_type`, or a ValueError naming the supported ones."""
-    if model_type not in FAMILIES:
-        raise ValueError(f"unsupported model_type {model_type!r}; supported: {sorted(FAMILIES)}")
-    return FAMILIES[model_type]
+    if model_type not in BACKBONE_FAMILIES:
+        raise ValueError(f"unsupported model_type {model_type!r}; supported: {sorted(BACKBONE_FAMILIES)}")
+    return BACKBONE_FAMILIES[model_type]
 
 
 @dataclass

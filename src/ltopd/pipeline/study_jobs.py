@@ -1,9 +1,9 @@
-"""`ltopd study|figure4|figure1`: the tables and figures of the catalog's studies and Figure 1 right.
+"""`ltopd study|figure4|figure1-right`: the tables and figures of the catalog's studies and Figure 1 right.
 
 Wired into ltopd.cli like pipeline/efficiency_jobs.py (add_parser + run):
 ``ltopd study --study table3 --spec JSON --results ... --out CSV --markdown MD``,
 ``ltopd figure4 --spec JSON --results ... --out CSV --figure PNG``,
-``ltopd figure1 --spec JSON --results ... [--analytic-config JSON] --out CSV --figure PNG``.
+``ltopd figure1-right --spec JSON --results ... [--analytic-config JSON] --out CSV --figure PNG``.
 The spec holds the config sections the job depends on: profile, grid, seeds, studies, efficiency.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-COMMANDS = ("study", "figure4", "figure1")
+COMMANDS = ("study", "figure4", "figure1-right")  # the catalog's study, figure4, figure1_right
 
 
 def add_parser(subparsers: Any) -> None:
@@ -21,10 +21,10 @@ def add_parser(subparsers: Any) -> None:
 
     helps = {"study": "a study table (Tables 3, 4, 6, 14) -> results/<table>.csv/.md",
              "figure4": "Figure 4: compression-gap recovery -> CSV + bar plot",
-             "figure1": "Figure 1 right: prefill FLOPs ratio vs average retain ratio -> CSV + scatter plot"}
+             "figure1-right": "Figure 1 right: prefill FLOPs ratio vs average retain ratio -> CSV + scatter plot"}
     for name in COMMANDS:
         s = subparsers.add_parser(name, help=helps[name])
-        add_source(s, name)
+        add_source(s, name.replace("-", "_"))  # its rule's name
         s.add_argument("--results", nargs="+", required=True, help="metrics.json files of `ltopd evaluate`")
         s.add_argument("--out", required=True, help="CSV")
         if name == "study":
@@ -33,7 +33,7 @@ def add_parser(subparsers: Any) -> None:
             s.add_argument("--markdown", required=True)
         else:
             s.add_argument("--figure", required=True, help="PNG")
-        if name == "figure1":
+        if name == "figure1-right":
             s.add_argument("--analytic-config", help="HF-style config of the analytic architecture "
                                                     "(default: the profile's efficiency.analytic_config)")
         s.set_defaults(func=run)
@@ -49,16 +49,16 @@ def study(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_file
     from ltopd.catalog import TABLES
     from ltopd.grid import study_benchmarks, study_scope
-    from ltopd.report import studies, table2
+    from ltopd.report import grid_tables, studies
     from ltopd.tracking import job_run
 
     spec, settings = _inputs(args)
     benchmarks = study_benchmarks(spec, args.study)
     with job_run(settings, args.rule, {"table": args.study}, spec) as run:
-        results = table2.load_results(args.results)
+        results = grid_tables.load_results(args.results)
         rows, notes = studies.build_study(results, args.study, *study_scope(spec, args.study))
         with atomic_file(args.out) as fh:
-            fh.write(table2.to_csv(rows, benchmarks))
+            fh.write(grid_tables.to_csv(rows, benchmarks))
         md = studies.study_markdown(rows, benchmarks, notes)
         with atomic_file(args.markdown) as fh:
             fh.write(f"# {TABLES[args.study].title} ({spec['profile']} profile)\n\n" + md)
@@ -76,12 +76,12 @@ def figure4(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_file
     from ltopd.catalog import TABLES
     from ltopd.grid import study_scope
-    from ltopd.report import figures, studies, table2
+    from ltopd.report import figures, grid_tables, studies
     from ltopd.tracking import job_run
 
     spec, settings = _inputs(args)
     with job_run(settings, args.rule, {"figure": "figure4"}, spec) as run:
-        rows, notes = studies.recovery(table2.load_results(args.results), *study_scope(spec, "figure4"))
+        rows, notes = studies.recovery(grid_tables.load_results(args.results), *study_scope(spec, "figure4"))
         with atomic_file(args.out) as fh:
             fh.write(studies.recovery_csv(rows))
         figures.recovery_bars(rows, args.figure, f"{TABLES['figure4'].title} ({spec['profile']} profile)\n"
@@ -94,12 +94,12 @@ def figure4(args: argparse.Namespace) -> int:
     return 0
 
 
-def figure1(args: argparse.Namespace) -> int:
+def figure1_right(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_file
     from ltopd.efficiency.analytic import TextArch
     from ltopd.grid import reduction_defaults
     from ltopd.pipeline.efficiency_jobs import settings as efficiency_settings
-    from ltopd.report import figures, studies, table2
+    from ltopd.report import figures, grid_tables, studies
     from ltopd.tracking import job_run
 
     spec, settings = _inputs(args)
@@ -107,8 +107,8 @@ def figure1(args: argparse.Namespace) -> int:
     arch = TextArch.from_file(args.analytic_config or efficiency_settings(spec)["analytic_config"])
     n_text, n_visual, floor = studies.protocol_tokens(arch)
     with job_run(settings, args.rule, {"figure": "figure1_right"}, spec) as run:
-        t2, _ = table2.build(table2.load_results(args.results), backbone, benchmarks,
-                             pruned=reduction_defaults(spec).selector)
+        t2, _ = grid_tables.build(grid_tables.load_results(args.results), backbone, benchmarks,
+                                  pruned=reduction_defaults(spec).selector)
         rows = studies.flops_vs_retain(t2, arch, floor, n_visual, n_text)
         with atomic_file(args.out) as fh:
             fh.write(studies.flops_csv(rows))
@@ -126,4 +126,4 @@ def figure1(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    return {"study": study, "figure4": figure4, "figure1": figure1}[args.cmd](args)
+    return {"study": study, "figure4": figure4, "figure1-right": figure1_right}[args.cmd](args)

@@ -38,7 +38,7 @@ def table(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_file, write_json
     from ltopd.catalog import TABLES
     from ltopd.grid import reduction_defaults, table2_methods
-    from ltopd.report import figures, table2
+    from ltopd.report import figures, grid_tables
     from ltopd.tracking import job_run
 
     spec, settings = _job_inputs(args, ("grid", "seeds"), optional=("training",))
@@ -48,7 +48,7 @@ def table(args: argparse.Namespace) -> int:
     if args.predictions:  # Table 2's gates, out-of-sample question-only baseline and bootstrap intervals
         from ltopd.bench.suites.baseline import load_fit_records
 
-        predictions = {k: v for k, v in table2.load_predictions(args.predictions).items() if k[0] == backbone}
+        predictions = {k: v for k, v in grid_tables.load_predictions(args.predictions).items() if k[0] == backbone}
         fit = {}
         for item in args.fit_records or []:
             key, sep, path = item.partition("=")
@@ -57,14 +57,14 @@ def table(args: argparse.Namespace) -> int:
                 raise SystemExit(f"--fit-records {item!r}: expected BENCHMARK:SEED=PATH")
             fit[(bench, int(seed))] = load_fit_records(path)
     with job_run(settings, args.rule, {"table": args.table}, spec) as run:
-        rows, notes = table2.build(table2.load_results(args.results), backbone, benchmarks, args.table, methods,
-                                   predictions, fit, args.n_boot, args.boot_seed,
-                                   pruned=reduction_defaults(spec).selector)  # the untrained student's row
+        rows, notes = grid_tables.build(grid_tables.load_results(args.results), backbone, benchmarks, args.table,
+                                        methods, predictions, fit, args.n_boot, args.boot_seed,
+                                        pruned=reduction_defaults(spec).selector)  # the untrained student's row
         with atomic_file(args.out) as fh:
-            fh.write(table2.to_csv(rows, benchmarks))
+            fh.write(grid_tables.to_csv(rows, benchmarks))
         if args.json:
-            write_json(args.json, table2.headline(rows))
-        md = table2.to_markdown(rows, benchmarks, notes)
+            write_json(args.json, grid_tables.headline(rows))
+        md = grid_tables.to_markdown(rows, benchmarks, notes)
         with atomic_file(args.markdown) as fh:
             fh.write(f"# {TABLES[args.table].title} ({spec['profile']} profile)\n\n" + md)
         if args.figure:

@@ -37,7 +37,7 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
     import matplotlib.pyplot as plt
 
     from ltopd.catalog import METHODS
-    from ltopd.report.table2 import display_name
+    from ltopd.report.grid_tables import display_name
 
     fig, (ax, side) = plt.subplots(1, 2, figsize=(9.0, 6.0), dpi=120, sharey=True,
                                    gridspec_kw={"width_ratios": [3, 2]})
@@ -130,7 +130,7 @@ def recovery_bars(rows: list[dict[str, Any]], out: str | Path, title: str, notes
     plt = _pyplot()
     from matplotlib.patches import Patch
 
-    from ltopd.report.table2 import display_name
+    from ltopd.report.grid_tables import display_name
 
     backbones = list(dict.fromkeys(r["backbone"] for r in rows)) or ["(no results)"]
     fig, axes = plt.subplots(len(backbones), 1, figsize=(7.0, 3.4 * len(backbones) + 0.6), dpi=120, squeeze=False)
@@ -179,7 +179,7 @@ def flops_retain_scatter(rows: list[dict[str, Any]], out: str | Path, title: str
     """Figure 1 right: prefill FLOPs ratio (x) vs average retain ratio (y); ours filled markers
     labelled by method and budget (error bars over seeds), the paper's as crosses."""
     plt = _pyplot()
-    from ltopd.report.table2 import display_name
+    from ltopd.report.grid_tables import display_name
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
     colours: dict[str, str] = {}

@@ -13,7 +13,7 @@ from typing import Any
 
 from ltopd.catalog import METHODS, study_methods
 from ltopd.efficiency.analytic import TextArch, keep_count, prefill_flops
-from ltopd.report import table2
+from ltopd.report import grid_tables
 from ltopd.report.retain import Stat
 from ltopd.reported import paper_backbone, paper_rows
 
@@ -32,7 +32,7 @@ def build_study(results: list[dict[str, Any]], study: str, backbones: Sequence[s
     methods = study_methods(study, pruned)
     ours, notes = [], []
     for bb in backbones:
-        rows, bb_notes = table2.build(results, bb, benchmarks, study, methods, pruned=pruned)
+        rows, bb_notes = grid_tables.build(results, bb, benchmarks, study, methods, pruned=pruned)
         rows = [r for r in rows if r["source"] == "ours"
                 and (r["method"] == "full" and r["budget"] == 1.0 or r["method"] != "full" and r["budget"] == lowest)]
         rows.sort(key=lambda r: methods.index(r["method"]))  # the paper's row order (GRPO, GSPO, DAPO, LT-OPD)
@@ -43,7 +43,7 @@ def build_study(results: list[dict[str, Any]], study: str, backbones: Sequence[s
         missing = [m for m in methods if not any(r["method"] == m for r in rows)]
         if missing:
             notes.append(f"{bb}: no results for {missing} at budget {lowest:g}.")
-    paper = table2.reported_rows(benchmarks, study)
+    paper = grid_tables.reported_rows(benchmarks, study)
     paper_bbs = list(dict.fromkeys(r["backbone"] for r in paper))
     notes.append(f"paper: {', '.join(paper_bbs)}, only the cells the paper's text reports"
                  + (f" (backbone not stated; {paper_backbone(study)} assumed)." if study == "table14" else "."))
@@ -52,7 +52,7 @@ def build_study(results: list[dict[str, Any]], study: str, backbones: Sequence[s
 
 def study_markdown(rows: list[dict[str, Any]], benchmarks: Sequence[str], notes: Sequence[str]) -> str:
     """Table 2's markdown, with a Backbone column when the rows span more than one."""
-    return table2.to_markdown(rows, benchmarks, notes, show_backbone=len({r["backbone"] for r in rows}) > 1)
+    return grid_tables.to_markdown(rows, benchmarks, notes, show_backbone=len({r["backbone"] for r in rows}) > 1)
 
 
 # -- Figure 4: compression-gap recovery ---------------------------------------------------------
@@ -101,7 +101,7 @@ def recovery(results: list[dict[str, Any]], backbones: Sequence[str], benchmarks
                     "recovery": rec.mean, "recovery_sd": rec.sd, "seeds": rec.n,
                     "note": f"{NO_GAP} (seeds {undefined})" if undefined else "",
                 })
-    notes = [f"S_pruned = {table2.display_name(pruned)} (the untrained student) at {100 * lowest:g}%; "
+    notes = [f"S_pruned = {grid_tables.display_name(pruned)} (the untrained student) at {100 * lowest:g}%; "
              "S_full = full tokens; "
              "recovery per seed, then mean ± sample sd over seeds."]
     if no_gap:

@@ -17,7 +17,7 @@ from ltopd.models.prompt import build_target
 from ltopd.train.features import ImageFeatures, StudentFeatures, repeated
 from ltopd.train.losses import distill_loss
 from ltopd.train.methods import MethodSpec
-from ltopd.train.response_logits import encode_responses, score, score_teacher
+from ltopd.train.response_logits import encode_responses, response_logits, teacher_response_logits
 from ltopd.train.rollout import rollout, rows_of
 from ltopd.train.trainer import Records, StepLoss, TrainConfig, Trainer, step_seed
 
@@ -87,7 +87,7 @@ class DistillTrainer(Trainer):
             teacher_logits = self._teacher_logits(sub, resp, width, teacher_feats, record_of[part])
             teacher_s += time.perf_counter() - ta
             feats = student_feats.leaves.rows(record_of[part]) if student_feats else None
-            student = score(self.student, batch, width, rows_of(selection, recs, part), feats)
+            student = response_logits(self.student, batch, width, rows_of(selection, recs, part), feats)
             if self.method.teacher == "trust_region":  # lerp(initial logits, current student logits, mix)
                 teacher_logits = torch.lerp(teacher_logits, student.logits.detach(), cfg.trust_region_mix)
             loss, stats = distill_loss(student.logits, teacher_logits, student.ids, student.mask,
@@ -120,6 +120,6 @@ class DistillTrainer(Trainer):
         for lo in range(0, len(records), size):
             batch, w = encode_responses(self.teacher, records[lo:lo + size], responses[lo:lo + size])
             feats = None if features is None else features.rows(record_of[lo:lo + size])
-            logits = score_teacher(self.teacher, batch, w, feats).logits
+            logits = teacher_response_logits(self.teacher, batch, w, feats).logits
             parts.append(torch.nn.functional.pad(logits, (0, 0, width - w, 0)))
         return torch.cat(parts)

@@ -29,7 +29,7 @@ from ltopd.models.backbone import Backbone
 from ltopd.models.prompt import build_target
 from ltopd.train.losses import epic_loss
 from ltopd.train.methods import MethodSpec
-from ltopd.train.response_logits import encode_responses, score
+from ltopd.train.response_logits import encode_responses, response_logits
 from ltopd.train.trainer import Records, StepLoss, TrainConfig, Trainer, step_seed
 
 
@@ -89,9 +89,9 @@ class EpicTrainer(Trainer):
             student_sel = self.student.select(batch, ratio, cfg.selector, cfg.floor, seed, features)
             teacher_sel = (None if teacher_ratio >= 1.0 else
                            self.student.select(batch, teacher_ratio, cfg.selector, cfg.floor, seed, features))
-            teacher = score(self.student, batch, width, teacher_sel, features).logits
+            teacher = response_logits(self.student, batch, width, teacher_sel, features).logits
         ta = time.perf_counter()
-        student = score(self.student, batch, width, student_sel, features)
+        student = response_logits(self.student, batch, width, student_sel, features)
         loss = epic_loss(student.logits, teacher, student.ids, student.mask, alpha=self.epic.alpha, tau=self.epic.tau)
         return loss, {"teacher_keep_ratio": teacher_ratio, "teacher_s": ta - t0,
                       "student_forward_s": time.perf_counter() - ta,

@@ -1,4 +1,5 @@
-"""Teacher and student score the same response tokens: the shared core of every trainer.
+"""Teacher and student logits on the same response tokens: the shared core of every trainer
+(not the benchmarks' official scores: ltopd.bench.scoring).
 
 ``encode(records, responses)`` right-aligns each response after its left-padded prompt, and the
 reduction hook keeps that alignment (it re-left-pads after dropping visual tokens), so the last
@@ -21,19 +22,19 @@ IGNORE_INDEX = -100
 
 
 @dataclass
-class Scored:
+class ResponseLogits:
     logits: Tensor  # (B, T, V): logits[b, j] is the distribution of response token j of row b
     ids: Tensor  # (B, T) the response tokens (0 where masked)
     mask: Tensor  # (B, T) True on real response tokens
 
 
-def response_view(logits: Tensor, labels: Tensor, width: int) -> Scored:
+def response_view(logits: Tensor, labels: Tensor, width: int) -> ResponseLogits:
     """The last ``width`` next-token predictions of a forward (logits (B, L, V), labels (B, L)
     unshifted with IGNORE_INDEX outside the responses)."""
     lg = logits[:, :-1][:, -width:]
     lab = labels[:, 1:][:, -width:]
     mask = lab != IGNORE_INDEX
-    return Scored(lg, lab.clamp_min(0), mask)
+    return ResponseLogits(lg, lab.clamp_min(0), mask)
 
 
 def encode_responses(backbone: Backbone, records: Sequence[Mapping[str, Any]],
@@ -43,8 +44,8 @@ def encode_responses(backbone: Backbone, records: Sequence[Mapping[str, Any]],
     return batch, width
 
 
-def score(backbone: Backbone, batch: EncodedBatch, width: int, selection: Selection | None,
-          features: Sequence[Tensor] | None = None) -> Scored:
+def response_logits(backbone: Backbone, batch: EncodedBatch, width: int, selection: Selection | None,
+                    features: Sequence[Tensor] | None = None) -> ResponseLogits:
     """Response-token logits of ``backbone`` on ``batch`` with ``selection`` (None: every visual
     token). ``features``: the batch's post-merger features per image, already computed (from
     ltopd.train.features; None: the forward runs the vision tower). Gradients flow when grad is
@@ -59,8 +60,8 @@ def score(backbone: Backbone, batch: EncodedBatch, width: int, selection: Select
 
 
 @torch.no_grad()
-def score_teacher(teacher: Backbone, batch: EncodedBatch, width: int,
-                  features: Sequence[Tensor] | None = None) -> Scored:
+def teacher_response_logits(teacher: Backbone, batch: EncodedBatch, width: int,
+                            features: Sequence[Tensor] | None = None) -> ResponseLogits:
     """The dense teacher's view (eval mode, no gradients)."""
     teacher.model.eval()
-    return score(teacher, batch, width, None, features)
+    return response_logits(teacher, batch, width, None, features)

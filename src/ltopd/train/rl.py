@@ -24,7 +24,7 @@ from ltopd.sections import from_section
 from ltopd.train import rl_losses
 from ltopd.train.features import ImageFeatures
 from ltopd.train.methods import MethodSpec
-from ltopd.train.response_logits import encode_responses, score
+from ltopd.train.response_logits import encode_responses, response_logits
 from ltopd.train.reward import correctness_reward
 from ltopd.train.rollout import concat, rollout, rows_of
 from ltopd.train.trainer import Records, StepLoss, TrainConfig, Trainer, step_seed
@@ -73,7 +73,8 @@ class PolicyLoss:
     overlong_penalty: bool = False  # the soft penalty on answers cut off at the length cap
 
 
-POLICY_LOSSES: dict[str, PolicyLoss] = {
+# Keyed by ltopd.train.methods.POLICY_LOSSES, the names (tests/train/test_rl_losses.py keeps them equal).
+POLICY_LOSS_SPECS: dict[str, PolicyLoss] = {
     "grpo": PolicyLoss(
         lambda p, logp, old, adv, mask: rl_losses.grpo_loss(logp, old, adv, mask, clip=p.clip, dual_clip=p.dual_clip),
         lambda p: (p.clip, p.clip)),
@@ -89,7 +90,7 @@ POLICY_LOSSES: dict[str, PolicyLoss] = {
 
 def policy_loss(name: str, p: RLParams, logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor,
                 mask: torch.Tensor) -> torch.Tensor:
-    return POLICY_LOSSES[name].loss(p, logp, old_logp, adv, mask)
+    return POLICY_LOSS_SPECS[name].loss(p, logp, old_logp, adv, mask)
 
 
 class RLTrainer(Trainer):
@@ -113,7 +114,7 @@ class RLTrainer(Trainer):
     def _rewards(self, groups: Sequence[Group]) -> torch.Tensor:
         """(Q, G) rewards: correctness, plus DAPO's soft overlong penalty."""
         rewards = torch.stack([g.correct for g in groups]).float()
-        if POLICY_LOSSES[self.method.policy_loss].overlong_penalty:
+        if POLICY_LOSS_SPECS[self.method.policy_loss].overlong_penalty:
             # lengths without the stop token: only a cut-off answer reaches the cap
             stop = set(self.student.stop_token_ids())
             lengths = torch.tensor([[len(r) - (r[-1] in stop) for r in g.responses] for g in groups])
@@ -133,7 +134,7 @@ class RLTrainer(Trainer):
         groups = self._groups(records, ratio, seed, features)
         reward_mean = float(torch.stack([g.correct for g in groups]).float().mean())
         resampled, spare = 0, groups[0]
-        if POLICY_LOSSES[name].dynamic_sampling:  # re-roll groups whose answers all agree, then drop them
+        if POLICY_LOSS_SPECS[name].dynamic_sampling:  # re-roll groups whose answers all agree, then drop them
             for round_ in range(1, self.rl.resample_rounds + 1):
                 flat = [i for i, g in enumerate(groups) if g.correct.min() == g.correct.max()]
                 if not flat:
@@ -198,7 +199,7 @@ class RLTrainer(Trainer):
     def _logp(self, recs: Records, responses: Responses, selection: Selection, part: slice,
               features: Sequence[torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         batch, width = encode_responses(self.student, recs[part], responses[part])
-        scored = score(self.student, batch, width, rows_of(selection, recs, part), features)
+        scored = response_logits(self.student, batch, width, rows_of(selection, recs, part), features)
         logp = torch.log_softmax(scored.logits.float(), -1).gather(-1, scored.ids.unsqueeze(-1)).squeeze(-1)
         return logp, scored.mask
 
@@ -219,7 +220,8 @@ class RLTrainer(Trainer):
             for j in range(logp.shape[0]):
                 old_part[j, mask[j]] = old[part.start + j].to(logp.device)
             loss = policy_loss(name, self.rl, logp, old_part, adv[part].to(logp.device), mask)
-            weight = sum(lengths[part]) / tokens if POLICY_LOSSES[name].token_mean else (part.stop - part.start) / rows
+            token_mean = POLICY_LOSS_SPECS[name].token_mean
+            weight = sum(lengths[part]) / tokens if token_mean else (part.stop - part.start) / rows
             self.accelerator.backward(loss * weight * scale)
             total += float(loss.detach()) * weight
             ratio = torch.exp(logp.detach() - old_part)[mask]
@@ -228,4 +230,4 @@ class RLTrainer(Trainer):
         return total, clipped / max(counted, 1)
 
     def _clip_range(self) -> tuple[float, float]:
-        return POLICY_LOSSES[self.method.policy_loss].clip_range(self.rl)
+        return POLICY_LOSS_SPECS[self.method.policy_loss].clip_range(self.rl)

@@ -9,7 +9,7 @@ import torch
 
 from ltopd.models.prompt import build_target
 from ltopd.train.losses import masked_mean_per_sequence_then_batch
-from ltopd.train.response_logits import encode_responses, score
+from ltopd.train.response_logits import encode_responses, response_logits
 from ltopd.train.trainer import Records, StepLoss, Trainer, step_seed
 
 
@@ -24,7 +24,7 @@ class SFTTrainer(Trainer):
         features = self.student.image_features(batch) if cfg.share_features else None  # one pass for both
         with torch.no_grad():
             selection = self.student.select(batch, ratio, cfg.selector, cfg.floor, seed, features)
-        scored = score(self.student, batch, width, selection, features)
+        scored = response_logits(self.student, batch, width, selection, features)
         logp = torch.log_softmax(scored.logits.float(), -1).gather(-1, scored.ids.unsqueeze(-1)).squeeze(-1)
         loss = masked_mean_per_sequence_then_batch(-logp, scored.mask)
         lengths = scored.mask.sum(1).float()

@@ -17,7 +17,7 @@ from ltopd.data.world import answer_prior_baseline, generate_task_item
 from ltopd.models.backbone import Backbone
 from ltopd.models.inference import answer_accuracy, predict
 from ltopd.twins.architectures import twin_backbone
-from ltopd.twins.pretrain import PretrainConfig, Stage, StepLog, pretrain, summarize, task_stream
+from ltopd.twins.pretrain import PretrainConfig, PretrainLog, Stage, pretrain, summarize, task_stream
 
 # Item seeds of the twins' own splits: outside LT-14K's (20260824/20260830) and the benchmarks'
 # (>= 2**40) seed spaces, and apart from each other.
@@ -100,7 +100,7 @@ def probe(backbone: Backbone, records: list[dict[str, Any]], heldout: dict[str, 
 
 
 def run(twin: str, tokenizer, pt: dict[str, Any], world: dict[str, Any], floor: int, lr_scale: float = 1.0,
-        on_step: Callable[[StepLog], None] | None = None, progress: bool = True,
+        on_step: Callable[[PretrainLog], None] | None = None, progress: bool = True,
         state_dir: str | None = None, checkpoint_every: int = 0) -> tuple[Backbone, dict[str, Any]]:
     """Build the twin from its config, pretrain it (resuming from `state_dir` when it holds a
     saved state), probe it; return (backbone, metrics)."""

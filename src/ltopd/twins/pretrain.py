@@ -50,8 +50,9 @@ class Stage:
     fresh_optimizer: bool = False
 
     def __post_init__(self) -> None:
-        if self.objective not in OBJECTIVES:
-            raise ValueError(f"stage {self.name!r}: objective {self.objective!r}; allowed values: {sorted(OBJECTIVES)}")
+        if self.objective not in STAGE_OBJECTIVES:
+            raise ValueError(f"stage {self.name!r}: objective {self.objective!r}; "
+                             f"allowed values: {sorted(STAGE_OBJECTIVES)}")
 
     def lr(self, group: str) -> float:
         lrs = {"lm": self.lr_lm, "merger": self.lr_merger, "vision": self.lr_vision, DENSE_HEADS: self.lr_vision}
@@ -83,7 +84,7 @@ class PretrainConfig:
 
 
 @dataclass(frozen=True)
-class StepLog:
+class PretrainLog:
     step: int  # 1-based, counted over all stages
     stage: str
     loss: float
@@ -119,7 +120,7 @@ def _words_objective(backbone: Backbone, records: Sequence[dict], config: Pretra
 
 
 # What a stage trains: each objective back-propagates its batch loss and returns it (detached).
-OBJECTIVES: dict[str, Callable[[Backbone, Sequence[dict], PretrainConfig, DenseHeads | None], torch.Tensor]] = {
+STAGE_OBJECTIVES: dict[str, Callable[[Backbone, Sequence[dict], PretrainConfig, DenseHeads | None], torch.Tensor]] = {
     "answer": _answer_objective,
     "dense": _dense_objective,
     "words": _words_objective,
@@ -287,7 +288,7 @@ def pretrain(
     backbone: Backbone,
     items: StreamSource | Mapping[str, StreamSource],
     config: PretrainConfig,
-    on_step: Callable[[StepLog], None] | None = None,
+    on_step: Callable[[PretrainLog], None] | None = None,
     state_dir: str | Path | None = None,
     checkpoint_every: int = 0,
     stop_after: int | None = None,
@@ -340,7 +341,7 @@ def pretrain(
                     g["lr"] = stage.lr(g["name"]) * factor
                 records = _take(streams[stage.name], config.batch_size, stage.name)
                 opt.zero_grad(set_to_none=True)
-                loss = OBJECTIVES[stage.objective](backbone, records, config, heads)
+                loss = STAGE_OBJECTIVES[stage.objective](backbone, records, config, heads)
                 torch.nn.utils.clip_grad_norm_(clipped, config.grad_clip)
                 opt.step()
                 metrics.steps += 1
@@ -349,9 +350,9 @@ def pretrain(
                 metrics.stage_final_loss[stage.name] = metrics.losses[-1]
                 metrics.wall_s = time.perf_counter() - start
                 if on_step is not None:
-                    on_step(StepLog(metrics.steps, stage.name, metrics.losses[-1],
-                                    {g["name"]: g["lr"] for g in opt.param_groups}, metrics.samples,
-                                    metrics.wall_s))
+                    on_step(PretrainLog(metrics.steps, stage.name, metrics.losses[-1],
+                                        {g["name"]: g["lr"] for g in opt.param_groups}, metrics.samples,
+                                        metrics.wall_s))
                 if state_path is not None and checkpoint_every and metrics.steps % checkpoint_every == 0:
                     _save_state(state_path, model, opt, metrics, heads, fingerprint)
     finally:

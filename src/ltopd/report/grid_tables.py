@@ -1,5 +1,6 @@
-"""results/table2.csv and .md: methods x budgets on one backbone, each benchmark's official score
-and the average retain ratio, our rows (mean and spread over seeds) beside the paper's.
+"""The grid's tables, Tables 2, 7, 12 and Appendix H (results/<table>.csv and .md): methods x
+budgets on one backbone, each benchmark's official score and the average retain ratio, our rows
+(mean and spread over seeds) beside the paper's.
 
 Given the evaluations' per-item predictions (:func:`build` with ``predictions``), Table 2 also
 
