@@ -12,6 +12,37 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def local_profile(tmp_path: Path, base: str = "smoke", **training) -> tuple[Path, dict]:
+    """config/<base>.yaml with its outputs and MLflow store under tmp_path and ``training``
+    changed, written to tmp_path/profile.yaml: (its path, the profile)."""
+    cfg = yaml.safe_load((ROOT / "config" / f"{base}.yaml").read_text())
+    cfg["training"].update(training)
+    cfg["out_root"] = str(tmp_path / "run")
+    cfg["mlflow"] = {"tracking_uri": f"sqlite:///{tmp_path / 'mlruns.db'}", "experiment": "t",
+                     "artifact_root": str(tmp_path / "art")}
+    path = tmp_path / "profile.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path, cfg
+
+
+def exits_within(proc, timeout: float) -> bool:
+    """Whether the psutil process `proc` exits within `timeout` seconds (a zombie, exited and not
+    yet reaped, counts)."""
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 @pytest.fixture
 def smoke_cfg() -> dict:
     return yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())

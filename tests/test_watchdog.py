@@ -13,6 +13,7 @@ import time
 import psutil
 import pytest
 
+from conftest import exits_within
 from ltopd import watchdog
 from ltopd.watchdog import ENV, EXIT_CODE, Owner
 
@@ -52,18 +53,6 @@ def test_a_job_exits_once_its_snakemake_is_killed(tmp_path):
         snakemake.wait()
 
 
-def _gone(proc: psutil.Process, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_the_job_stops_its_own_children_too(tmp_path):
     """A launcher's workers or data loader processes go with the job."""
     pid_file = tmp_path / "worker.pid"
@@ -85,7 +74,7 @@ def test_the_job_stops_its_own_children_too(tmp_path):
         worker = psutil.Process(int(pid_file.read_text()))
         snakemake.kill()
         assert job.wait(timeout=10) == EXIT_CODE
-        assert _gone(worker)
+        assert exits_within(worker, 5.0)
     finally:
         snakemake.kill()
         snakemake.wait()

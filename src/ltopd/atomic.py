@@ -41,7 +41,8 @@ def honour_umask(path: str | Path) -> None:
 
 @contextlib.contextmanager
 def atomic_dir(dest: str | Path) -> Iterator[Path]:
-    """Yield a temporary sibling folder; on success it replaces `dest`, on error it is removed."""
+    """Yield a temporary sibling folder; on success it replaces `dest` (an old `dest` is moved
+    aside first and removed after, so a reader never finds `dest` missing), on error it is removed."""
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
@@ -49,8 +50,12 @@ def atomic_dir(dest: str | Path) -> Iterator[Path]:
         yield tmp
         honour_umask(tmp)  # the folder and what libraries wrote in it (safetensors: 0600)
         if dest.exists():
-            shutil.rmtree(dest)
-        os.replace(tmp, dest)
+            retired = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+            dest.rename(retired / dest.name)
+            os.replace(tmp, dest)
+            shutil.rmtree(retired)
+        else:
+            os.replace(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 PACKAGE_ROOT = Path(__file__).resolve().parent  # src/ltopd
@@ -43,9 +44,16 @@ def _resolves_registry(node: ast.AST) -> bool:
             and bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id == "__name__")
 
 
+@functools.cache
+def _sources(root: Path) -> dict[str, tuple[Path, ast.Module]]:
+    """Module -> (source file, its syntax tree), each file parsed once."""
+    return {name: (path, ast.parse(path.read_text(), filename=str(path))) for name, path in modules(root).items()}
+
+
+@functools.cache
 def _catalog_refs(root: Path) -> set[str]:
     """The module parts of the catalog's "module:function" declarations."""
-    tree = ast.parse((root / "catalog.py").read_text())
+    tree = _sources(root)[f"{root.name}.catalog"][1]
     return {n.value.partition(":")[0] for n in ast.walk(tree) if isinstance(n, ast.Constant)
             and isinstance(n.value, str) and n.value.count(":") == 1 and n.value.partition(":")[0].isidentifier()
             and n.value.partition(":")[2].isidentifier()}
@@ -55,12 +63,13 @@ def _catalog_refs(root: Path) -> set[str]:
 def import_graph(root: Path = PACKAGE_ROOT) -> dict[str, frozenset[str]]:
     """Module -> the package's modules it imports. `from pkg import sub` counts the submodule
     (not the package's __init__) when sub is a module."""
-    mods = modules(root)
+    sources = _sources(root)
+    mods = {name: path for name, (path, _) in sources.items()}
     graph: dict[str, set[str]] = {m: set() for m in mods}
-    for name, path in mods.items():
+    for name, (path, tree) in sources.items():
         is_package = path.name == "__init__.py"
         package = name if is_package else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 targets = _targets(node, package, mods)
             elif is_package and _resolves_registry(node):
@@ -81,9 +90,9 @@ def data_files(root: Path = PACKAGE_ROOT) -> dict[str, frozenset[Path]]:
     the module's folder or from the package root, e.g. "schemas/config.schema.yaml"): data the
     code reads, such as the paper's reported numbers."""
     out = {}
-    for name, path in modules(root).items():
+    for name, (path, tree) in _sources(root).items():
         found = set()
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value \
                     and "\n" not in node.value and len(node.value) < 200 and not node.value.endswith(".py"):
                 for base in (path.parent, root):
@@ -94,9 +103,20 @@ def data_files(root: Path = PACKAGE_ROOT) -> dict[str, frozenset[Path]]:
     return out
 
 
-def _packages(module: str) -> list[str]:
-    parts = module.split(".")
-    return [".".join(parts[:i]) for i in range(1, len(parts))]
+def reachable(graph: Mapping[str, Iterable[str]], roots: Iterable[str]) -> set[str]:
+    """The modules importing ``roots`` runs along ``graph``'s edges: importing `a.b.c` also runs
+    its packages `a` and `a.b`."""
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        parts = m.split(".")
+        todo.extend(graph.get(m, ()))
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+    return seen
 
 
 def closure(roots: list[str] | tuple[str, ...], root: Path = PACKAGE_ROOT) -> set[str]:
@@ -105,21 +125,12 @@ def closure(roots: list[str] | tuple[str, ...], root: Path = PACKAGE_ROOT) -> se
     unknown = [r for r in roots if r not in graph]
     if unknown:
         raise ValueError(f"no module(s) {unknown} under {root}")
-    seen: set[str] = set()
-    todo = list(roots)
-    while todo:
-        m = todo.pop()
-        if m in seen:
-            continue
-        seen.add(m)
-        todo.extend(graph[m])
-        todo.extend(p for p in _packages(m) if p in graph)
-    return seen
+    return reachable(graph, roots) & set(graph)
 
 
 def code_files(roots: list[str] | tuple[str, ...], root: Path = PACKAGE_ROOT) -> list[Path]:
     """The source files of ``closure(roots)`` and the data files they name, sorted."""
-    mods, data = modules(root), data_files(root)
+    mods, data = {name: path for name, (path, _) in _sources(root).items()}, data_files(root)
     found = closure(roots, root)
     return sorted({mods[m] for m in found} | {f for m in found for f in data[m]})
 

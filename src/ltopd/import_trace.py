@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ltopd.codegraph import reachable
+
 ENV = "LTOPD_TRACE_IMPORTS"
 PACKAGE = "ltopd"
 
@@ -72,18 +74,9 @@ def install(folder: str | Path, job: dict[str, str]) -> None:
 
 
 def reached(job_module: str, edges: list[list[str]] | list[tuple[str, str]]) -> set[str]:
-    """The modules reachable from ``job_module`` along executed import edges; importing a module
-    runs its packages' __init__ too."""
+    """The modules reachable from ``job_module`` along executed import edges (and the packages
+    importing a module runs)."""
     graph: dict[str, set[str]] = {}
     for a, b in edges:
         graph.setdefault(a, set()).add(b)
-    seen, todo = set(), [job_module]
-    while todo:
-        m = todo.pop()
-        if m in seen:
-            continue
-        seen.add(m)
-        parts = m.split(".")
-        todo.extend(graph.get(m, ()))
-        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
-    return seen
+    return reachable(graph, [job_module])

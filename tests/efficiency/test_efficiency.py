@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
 from ltopd.efficiency import table5
 from ltopd.efficiency.analytic import TextArch, keep_count, kv_cache, prefill_flops, tokens_from_kv
@@ -259,16 +258,12 @@ def test_table5_files_from_the_cli(tmp_path, monkeypatch) -> None:
 def test_table5_of_a_profile_training_with_divprune_reduces_ltopd_with_divprune(tmp_path, monkeypatch) -> None:
     """Table 5's LT-OPD rows are the student's inference: training.selector at the target budget,
     measured (efficiency_jobs.methods) and analytic alike; HiPrune and EPIC keep their own."""
+    from conftest import local_profile
     from ltopd.cli import main
     from ltopd.grid import reduction_defaults
     from ltopd.pipeline.efficiency_jobs import methods
 
-    cfg = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())
-    cfg["training"]["selector"] = "divprune"
-    cfg["mlflow"] = {"tracking_uri": f"sqlite:///{tmp_path / 'mlruns.db'}", "experiment": "t",
-                     "artifact_root": str(tmp_path / "art")}
-    profile = tmp_path / "profile.yaml"
-    profile.write_text(yaml.safe_dump(cfg))
+    profile, cfg = local_profile(tmp_path, "default", selector="divprune")
     rd = reduction_defaults(cfg)
     assert [(m.name, m.ratio, m.selector) for m in methods(cfg["efficiency"]["methods"], rd.budget, rd.selector)] \
         == [("full", 1.0, "divprune"), ("ltopd", 0.05, "divprune"), ("hiprune", 0.05, "hiprune")]

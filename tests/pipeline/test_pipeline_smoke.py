@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import exits_within
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.slow
@@ -364,23 +366,6 @@ def test_grouped_evaluation_equals_one_job_per_setting(snake_run, tmp_path):
         assert (out / "predictions.jsonl").read_bytes() == (repo / p["eval_predictions"].format(**fields)).read_bytes()
 
 
-def _gone(proc, timeout: float) -> bool:
-    """Whether `proc` exits within `timeout` seconds (a zombie, exited and not yet reaped, counts)."""
-    import time
-
-    import psutil
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def _ltopd_command(proc) -> list[str]:
     """The `ltopd ...` arguments of a job's process, [] for any other process (or one now gone)."""
     import psutil
@@ -432,7 +417,7 @@ def test_a_killed_snakemake_leaves_no_job_and_its_rerun_builds_the_same_tables(s
         os.kill(snakemake.pid, signal.SIGKILL)
         killed_at = time.monotonic()
         snakemake.wait()
-        stray = [p for p in procs if not _gone(p, timeout=10 - (time.monotonic() - killed_at))]
+        stray = [p for p in procs if not exits_within(p, timeout=10 - (time.monotonic() - killed_at))]
         stopped_after = time.monotonic() - killed_at
     finally:
         snakemake.kill()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import local_profile
 from ltopd.report import figures, grid_tables
 from ltopd.report.retain import Stat, retain_ratio
 from ltopd.reported import paper_rows
@@ -475,20 +476,6 @@ def test_headline_json_for_dvc_metrics():
         "ltopd@0.05": {"avg_retain": None, "avg_retain_lo": None, "avg_retain_hi": None}}}
 
 
-def _profile(tmp_path: Path, base: str = "smoke", **training) -> Path:
-    """config/<base>.yaml with its MLflow store under tmp_path and ``training`` changed."""
-    import yaml
-
-    cfg = yaml.safe_load((ROOT / "config" / f"{base}.yaml").read_text())
-    cfg["training"].update(training)
-    cfg["out_root"] = str(tmp_path / "run")
-    cfg["mlflow"] = {"tracking_uri": f"sqlite:///{tmp_path / 'mlruns.db'}", "experiment": "t",
-                     "artifact_root": str(tmp_path / "art")}
-    path = tmp_path / "profile.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
-
-
 def test_table2_of_a_profile_training_with_divprune_pairs_its_rows_with_divprune(tmp_path, monkeypatch) -> None:
     """The untrained student Table 2 pairs LT-OPD (and every method) with is training.selector's
     row, not CDPruner's (ltopd.grid.reduction_defaults)."""
@@ -506,7 +493,7 @@ def test_table2_of_a_profile_training_with_divprune_pairs_its_rows_with_divprune
                                          "budget": 1.0 if method == "full" else 0.05, "seed": seed, "score": score}))
                 files.append(str(f))
     md = tmp_path / "t2.md"
-    assert main(["table", "--table", "table2", "--config", str(_profile(tmp_path, selector="divprune")),
+    assert main(["table", "--table", "table2", "--config", str(local_profile(tmp_path, selector="divprune")[0]),
                  "--results", *files, "--out", str(tmp_path / "t2.csv"), "--markdown", str(md)]) == 0
     text = md.read_text()
     # LT-OPD - DivPrune: 50 - 40 at seed 0, 45 - 30 at seed 1 -> +12.5 on each benchmark

@@ -296,16 +296,10 @@ def test_figure4_and_the_studies_of_a_profile_training_with_divprune_compare_aga
         tmp_path, mlflow_env) -> None:
     """S_pruned (Figure 4) and the studies' untrained-student row are training.selector's
     evaluations: DivPrune's here, CDPruner's only where the profile trains with CDPruner."""
-    import yaml
-
+    from conftest import local_profile
     from ltopd.cli import main
 
-    cfg = yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())
-    cfg["training"]["selector"] = "divprune"
-    cfg["mlflow"] = {"tracking_uri": f"sqlite:///{tmp_path / 'mlruns.db'}", "experiment": "t",
-                     "artifact_root": str(tmp_path / "art")}
-    profile = tmp_path / "profile.yaml"
-    profile.write_text(yaml.safe_dump(cfg))
+    profile, _ = local_profile(tmp_path, selector="divprune")
     # vstar, seed 0: recovery 100 (50 - 40) / (60 - 40) = 50 against DivPrune (75 against CDPruner)
     res = [_r("qwen35-tiny", m, b, bench, 0, s) for m, b, s in (
         ("full", 1.0, 60), ("cdpruner", 0.05, 20), ("divprune", 0.05, 40), ("ltopd", 0.05, 50))

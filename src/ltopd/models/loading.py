@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 
 from transformers import PreTrainedTokenizerFast
 
-from ltopd.atomic import honour_umask
+from ltopd.atomic import atomic_dir
 from ltopd.models import llava_mini
 from ltopd.models.backbone import Backbone, family_ops
 from ltopd.models.patch_linear import linearize_patch_convs
@@ -53,24 +51,10 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
 
 def save_backbone(backbone: Backbone, path: str | Path) -> Path:
     """Write model and processor into a temp dir beside `path`, then rename it into place."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with atomic_dir(path) as staging:
         with llava_mini.detached(backbone.model) as mini:
             backbone.model.save_pretrained(staging)
         if mini is not None:
             llava_mini.save(backbone.model, staging)
         backbone.processor.save_pretrained(staging)
-        honour_umask(staging)  # not mkdtemp's 0700 nor safetensors' 0600: the user's umask
-        if target.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old.", dir=target.parent))
-            target.rename(retired / target.name)
-            staging.rename(target)
-            shutil.rmtree(retired)
-        else:
-            staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
+    return Path(path)
