@@ -1,0 +1,156 @@
+"""Can training at 5% give back what pruning to 5% takes, at a given design? (issue 38)
+
+For each reduction floor (the design knob this probe turns on the released twin), it measures
+on a probe subset of the benchmark twins (evaluation seed 0, the pipeline's records and
+instructions):
+
+* the base twin at full tokens and under CDPruner at 5% (its retain ratio);
+* the oracle ceiling: a student trained *with labels* at 5% (CDPruner, the floor) on
+  in-distribution items, the benchmark twins' own instruction items (a seed space no evaluation
+  uses, ltopd.bench.suites.instruct), answered as the twin was taught (evidence-first where its
+  profile says). The share of CDPruner's gap it gives back is the most a method can show here;
+* LT-OPD (and any other trained method named) on the same items, from the pipeline's trainer.
+
+Each student is the pipeline's own trainer (ltopd.train.families.make_trainer) with the
+profile's `training` section; the probe only chooses its items, updates and learning-rate scale.
+Recovery = (retain(student at 5%) - retain(CDPruner 5%)) / (100 - retain(CDPruner 5%)), with
+the paired unit bootstrap's 95% interval on the retain difference (ltopd.stats.bootstrap).
+
+    python probes/regime_students.py --floors 1 8 --methods sft ltopd --out docs/measured/regime-students.md
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from ltopd import config, grid
+from ltopd.bench.evaluate import evaluate_settings
+from ltopd.bench.evidence import instructed, restyle
+from ltopd.bench.suites import synthetic_records
+from ltopd.bench.suites.instruct import instruct_stream
+from ltopd.models.loading import load_backbone
+from ltopd.stats.bootstrap import format_ci, retain_diff_ci, retain_ratio_ci
+from ltopd.train.families import make_trainer
+from ltopd.train.methods import method_spec
+from ltopd.train.trainer import TrainConfig
+
+BUDGET = 0.05
+
+
+def eval_records(benches: list[str], n: int, seed: int, world: dict, evidence: set[str]) -> dict[str, list[dict]]:
+    """The pipeline's evaluation records (seed ``seed``), asked as the twin was taught."""
+    out = {}
+    for b in benches:
+        recs = synthetic_records(b, n, seed, world)
+        out[b] = [instructed(r, b) for r in recs] if b in evidence else recs
+    return out
+
+
+def evaluate(bb, records: dict[str, list[dict]], ratios: list[float], floor: int, selector: str) -> dict[float, dict]:
+    """ratio -> benchmark -> prediction rows, one vision pass per batch for all ratios."""
+    out: dict[float, dict] = {r: {} for r in ratios}
+    for b, recs in records.items():
+        res = evaluate_settings(bb, recs, b, [(r, selector) for r in ratios], floor, 40, seed=0, progress=False)
+        for r, (rows, _) in zip(ratios, res):
+            out[r][b] = rows
+    return out
+
+
+def train_student(release: str, method: str, training: dict, floor: int, selector: str, items: list[dict],
+                  batch: int, seed: int):
+    batches = [items[i:i + batch] for i in range(0, len(items), batch)]
+    cfg = TrainConfig.from_profile(training, budget=BUDGET, floor=floor, seed=seed)
+    assert cfg.selector == selector
+    trainer = make_trainer(load_backbone(release), method_spec(method), cfg, len(batches))
+    trainer.fit(batches, None)
+    return trainer.student, trainer.history
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", default="config/default.yaml")
+    ap.add_argument("--release", default="releases/qwen35-tiny")
+    ap.add_argument("--backbone", default="qwen35-tiny", help="the profile's backbone entry (its evidence list)")
+    ap.add_argument("--floors", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--benches", nargs="+", default=["vstar", "hrbench4k", "gqa", "pope", "textvqa"])
+    ap.add_argument("--n", type=int, default=160, help="evaluation records per benchmark (seed 0)")
+    ap.add_argument("--methods", nargs="+", default=["sft", "ltopd"])
+    ap.add_argument("--steps", type=int, nargs="+", default=[300, 100],
+                    help="updates per method (one value, or one per method)")
+    ap.add_argument("--batch", type=int, nargs="+", default=[16, 8], help="questions per update (as --steps)")
+    ap.add_argument("--lr-scale", type=float, nargs="+", default=[1.0], help="learning-rate multipliers to try")
+    ap.add_argument("--item-seed", type=int, default=38, help="instruction-stream run seed")
+    ap.add_argument("--seed", type=int, default=0, help="training seed")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    per = lambda xs: xs if len(xs) == len(args.methods) else xs * len(args.methods)  # noqa: E731
+    steps, batches = per(args.steps), per(args.batch)
+
+    cfg = config.load(args.config)
+    selector = grid.reduction_defaults(cfg).selector
+    evidence = set(cfg["backbones"][args.backbone].get("evidence", ()))
+    records = eval_records(args.benches, args.n, 0, cfg["world"], evidence)
+    n_items = max(s * b for s, b in zip(steps, batches))
+    items = list(restyle(itertools.islice(instruct_stream(args.benches, args.item_seed, cfg["world"]), n_items),
+                         evidence))
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    lines = [
+        "# Can training at 5% give back what pruning takes? Oracle ceiling and LT-OPD per design (measured)",
+        "",
+        f"Generated by `python {' '.join(shlex.quote(a) for a in sys.argv)}` (probes/regime_students.py; "
+        f"its docstring defines the columns; git HEAD {head}). Twin: `{args.release}`; evaluation seed 0, "
+        f"n = {args.n} per benchmark ({', '.join(args.benches)}); training items: the benchmark twins' "
+        f"instruction items (run seed {args.item_seed}), training seed {args.seed}; selector {selector}, "
+        f"budget {BUDGET:g}; the profile's `training` section (lr {cfg['training']['lr']}) times the lr scale; "
+        f"one torch thread; costs in CPU-seconds.",
+        "",
+        "| floor | model | lr scale | updates x batch | retain % [95%] | minus CDPruner [95%] | recovery % | "
+        + " | ".join(args.benches) + " | CPU-s |",
+        "|---|---|---|---|---|---|---|" + "---|" * len(args.benches) + "---|",
+    ]
+
+    def row(floor, name, scale, shape, rows5, full, cdp, cpu):
+        r = retain_ratio_ci(rows5, full)
+        d = retain_diff_ci(rows5, cdp, full) if rows5 not in (cdp, full) else None
+        base = retain_ratio_ci(cdp, full)[0]
+        rec = "-" if d is None else f"{100 * d[0] / (100 - base):.0f}"
+        from ltopd.bench.scoring import score
+        scores = " | ".join(f"{score(b, rows5[b])['score']:.1f}" for b in args.benches)
+        est = lambda ci: f"{ci[0]:.1f} {format_ci(ci)}"  # noqa: E731
+        line = (f"| {floor} | {name} | {scale} | {shape} | {est(r)} | "
+                f"{'-' if d is None else est(d)} | {rec} | {scores} | {cpu:.0f} |")
+        lines.append(line)
+        print(line, flush=True)
+        if args.out:  # after every row: a long probe's finished rows survive its interruption
+            Path(args.out).write_text("\n".join(lines) + "\n")
+
+    print("\n".join(lines), flush=True)
+    base_bb = load_backbone(args.release)
+    for floor in args.floors:
+        t = time.process_time()
+        out = evaluate(base_bb, records, [1.0, BUDGET], floor, selector)
+        full, cdp = out[1.0], out[BUDGET]
+        row(floor, "full tokens", "-", "-", full, full, cdp, 0)
+        row(floor, "CDPruner 5%", "-", "-", cdp, full, cdp, time.process_time() - t)
+        for (method, s, b), scale in itertools.product(zip(args.methods, steps, batches), args.lr_scale):
+            t = time.process_time()
+            training = {**cfg["training"], "lr": {k: v * scale for k, v in cfg["training"]["lr"].items()}}
+            student, hist = train_student(args.release, method, training, floor, selector, items[:s * b], b, args.seed)
+            rows5 = evaluate(student, records, [BUDGET], floor, selector)[BUDGET]
+            label = "oracle ceiling (SFT, labels)" if method == "sft" else method
+            first, last = hist[0].metrics.get("loss"), hist[-1].metrics.get("loss")
+            row(floor, f"{label}; loss {first:.3f} -> {last:.3f}", scale, f"{s} x {b}", rows5, full, cdp,
+                time.process_time() - t)
+
+
+if __name__ == "__main__":
+    main()
