@@ -225,13 +225,10 @@ def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
     return out
 
 
-# ltopd.twins.pretrain.DENSE_OBJECTIVES (a test keeps them equal; that module imports torch).
-DENSE_OBJECTIVES = ("dense", "words")
-
-
 def _stage_problems(key: str, stages: list[dict[str, Any]], base_world: dict[str, Any]) -> list[str]:
     from ltopd.catalog import BENCHMARKS
     from ltopd.data.world import TASKS
+    from ltopd.twins.objectives import DENSE_OBJECTIVES
 
     out = []
     for i, stage in enumerate(stages):
