@@ -69,8 +69,9 @@ def test_studies_and_ablations_compare_known_methods_and_the_schema_lists_the_st
             assert set(table.methods) <= set(catalog.METHODS), table.name
     with pytest.raises(ValueError, match="training.selector"):
         catalog.study_methods("figure4", None)
-    schema = yaml.safe_load((ROOT / "src/ltopd/schemas/config.schema.yaml").read_text())
-    assert list(schema["properties"]["studies"]["properties"]) == catalog.tables_of_kind("study")
+    from ltopd import config
+
+    assert list(config.schema()["properties"]["studies"]["properties"]) == catalog.tables_of_kind("study")
 
 
 def test_lookups_name_the_allowed_values() -> None:
