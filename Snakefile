@@ -42,7 +42,7 @@ localrules:
     ablation_table,
     table5,
     study_table,
-    figure4,
+    study_figure,
     all_tables,
 
 # One MLflow parent run per invocation, created before any job runs (SQLite hates racing creators).

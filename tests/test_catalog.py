@@ -69,8 +69,9 @@ def test_studies_and_ablations_compare_known_methods_and_the_schema_lists_the_st
             assert set(table.methods) <= set(catalog.METHODS), table.name
     with pytest.raises(ValueError, match="training.selector"):
         catalog.study_methods("figure4", None)
-    schema = yaml.safe_load((ROOT / "src/ltopd/schemas/config.schema.yaml").read_text())
-    assert list(schema["properties"]["studies"]["properties"]) == catalog.tables_of_kind("study")
+    from ltopd import config
+
+    assert list(config.schema()["properties"]["studies"]["properties"]) == catalog.tables_of_kind("study")
 
 
 def test_lookups_name_the_allowed_values() -> None:
@@ -180,3 +181,152 @@ def test_library_functions_take_the_selector_budget_and_floor_from_their_callers
                 checked.add(name)
     assert checked == names
     assert not hasattr(catalog, "DEFAULT_FLOOR")
+
+
+# -- what is derived from the catalog ------------------------------------------------------------
+
+def test_each_benchmark_declares_how_the_bootstrap_resamples_it() -> None:
+    """stats.bootstrap reads every benchmark's decomposition from the catalog; a stratum the
+    catalog names is a field of the benchmark's records; an unknown benchmark is an error."""
+    from ltopd.bench.scoring.common import field
+    from ltopd.bench.suites import synthetic_records
+    from ltopd.stats import bootstrap
+
+    for name, bench in catalog.BENCHMARKS.items():
+        assert bench.bootstrap.unit in bootstrap.UNITS and bench.bootstrap.combine in bootstrap.COMBINE, name
+        assert bootstrap.rule(name) is bench.bootstrap
+        if bench.bootstrap.stratum:
+            records = synthetic_records(name, 6, 0, {"image_size": 64})
+            assert all(field(r, bench.bootstrap.stratum) is not None for r in records), name
+    with pytest.raises(ValueError, match=r"unknown benchmark 'vstar2'; allowed values: \[.*'vstar'"):
+        bootstrap.rule("vstar2")
+
+
+def test_the_schema_and_the_evidence_styles_are_the_catalogs() -> None:
+    """The schema's studies and evidence enums are filled from the catalog, and the evidence-first
+    styles are exactly the benchmarks the catalog gives an evidence kind."""
+    from ltopd import config
+    from ltopd.bench.evidence import EVIDENCE, EVIDENCE_KINDS
+
+    schema = config.schema()
+    assert list(schema["properties"]["studies"]["properties"]) == catalog.tables_of_kind("study")
+    assert schema["$defs"]["evidence_benchmark"]["enum"] == catalog.evidence_benchmarks() == list(EVIDENCE)
+    assert {b.evidence for b in catalog.BENCHMARKS.values()} - {None} <= set(EVIDENCE_KINDS)
+    raw = yaml.safe_load((ROOT / "src/ltopd/schemas/config.schema.yaml").read_text())
+    assert raw["properties"]["studies"]["properties"] == {} and "enum" not in raw["$defs"]["evidence_benchmark"]
+
+
+def test_each_table_declares_its_files_and_a_profile_builds_what_its_sections_ask() -> None:
+    from ltopd import config, grid
+    from ltopd.pipeline.study_jobs import STUDIES
+
+    smoke = config.load(ROOT / "config/smoke.yaml")
+    for name, table in catalog.TABLES.items():
+        files = grid.table_outputs(smoke, name)
+        assert list(files) == list(table.outputs) and "csv" in files, name
+        assert table.is_figure == name.startswith("figure"), name  # the paper's naming
+        if table.kind == "study" and table.is_figure:  # a figure has its own job; a study table may
+            assert name in STUDIES, name
+    assert grid.table_outputs(smoke, "table2") == {
+        "csv": "runs/smoke/results/table2.csv", "md": "runs/smoke/results/table2.md",
+        "json": "runs/smoke/results/table2.json", "figure": "runs/smoke/results/figures/table2_retain_vs_budget.png"}
+    assert grid.table_outputs(smoke, "figure4") == {"csv": "runs/smoke/results/figure4.csv",
+                                                    "figure": "runs/smoke/results/figures/figure4.png"}
+    # smoke: Table 2, the one ablation table its grid fills (Table 7), its four studies, no efficiency
+    assert grid.tables(smoke) == ["table2", "table7", "table4", "table6", "table14", "figure4"]
+    assert grid.tables({**smoke, "efficiency": {"methods": ["full"]}})[-2:] == ["table5", "figure1_right"]
+    with pytest.raises(ValueError, match="same outputs"):  # one rule cannot build a table and a figure
+        grid.rule_outputs(smoke, ["table3", "figure4"])
+
+
+# -- the recipe of docs/design.md ("Adding a name"), followed once ---------------------------------
+# A fresh interpreter whose catalog has one more benchmark, ablation table, study table and study
+# figure (and the figure's job in study_jobs.STUDIES), declared before anything reads the catalog:
+# the schema, the bootstrap, the evidence styles, the grid's targets and Snakemake's rules all pick
+# them up with no other edit. The new benchmark reuses GQA's generator and scorer (the two files a
+# real one adds); the dry run plans the new tables' files through the generic rules.
+RECIPE = r'''
+import json, sys
+from ltopd import catalog
+from ltopd.catalog import Benchmark, Bootstrap, Table
+
+catalog.BENCHMARKS["gqa2"] = Benchmark("gqa2", "GQA-2", 16, "gqa:synthetic", "gqa:score_gqa",
+                                       Bootstrap(stratum="task", combine="size"), evidence="option")
+catalog.TABLES["table99"] = Table("table99", "Table 99", "ablation", ("ltopd_teacher_ema", "ltopd"))
+catalog.TABLES["table98"] = Table("table98", "Table 98", "study", ("full", catalog.STUDENT_SELECTOR, "ltopd"))
+catalog.TABLES["figure98"] = Table("figure98", "Figure 98", "study", ("full", catalog.STUDENT_SELECTOR, "ltopd"),
+                                   outputs=("csv", "figure"))
+from ltopd.pipeline import study_jobs
+study_jobs.STUDIES["figure98"] = study_jobs.figure4
+
+import jsonschema
+import yaml
+from ltopd import config, grid
+from ltopd.bench.evidence import EVIDENCE
+from ltopd.bench.suites import SUITES
+from ltopd.stats import bootstrap
+
+profile = sys.argv[1]
+cfg = config.load(profile)
+bad = yaml.safe_load(open(profile))
+bad["backbones"]["qwen35-tiny"]["evidence"] = ["gqa3"]
+good = yaml.safe_load(open(profile))
+good["backbones"]["qwen35-tiny"]["evidence"] = ["gqa2"]
+schema = jsonschema.Draft202012Validator(config.schema())
+rows = [{"id": str(i), "task": t, "answer": "red", "prediction": p}
+        for i, (t, p) in enumerate([("color", "red"), ("color", "blue"), ("count", "red"), ("count", "red"),
+                                    ("count", "red")])]
+ci = bootstrap.paired_diff_ci(rows, [{**r, "prediction": "red"} for r in rows], "gqa2", n_boot=50)
+print("RECIPE " + json.dumps({
+    "evidence_enum": config.schema()["$defs"]["evidence_benchmark"]["enum"],
+    "schema_errors_good": [e.message for e in schema.iter_errors(good)],
+    "schema_errors_bad": [e.message for e in schema.iter_errors(bad)],
+    "studies": grid.studies(cfg),
+    "tables": grid.tables(cfg),
+    "targets": [t for t in grid.targets(cfg) if "99" in t or "98" in t],
+    "rule": list(bootstrap.rule("gqa2").__dict__.values()),
+    "strata": int(bootstrap.design("gqa2", rows).strata.max()) + 1,
+    "diff": ci.estimate,
+    "evidence": "gqa2" in EVIDENCE, "suite": "gqa2" in SUITES,
+}))
+sys.stdout.flush()
+from snakemake.cli import main
+main(["-n", "--cores", "1", "--configfile", profile, "--", *sys.argv[2:]])
+'''
+
+
+def test_adding_a_benchmark_a_table_and_a_figure_touches_only_their_declarations(tmp_path: Path) -> None:
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from ltopd import config
+
+    cfg = config.read(ROOT / "config/smoke.yaml")
+    cfg["out_root"] = str(tmp_path / "out")
+    cfg["mlflow"]["tracking_uri"] = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    cfg["studies"] |= {"table98": {}, "figure98": {"benchmarks": ["gqa2"]}}
+    cfg["evaluation"]["benchmarks"]["gqa2"] = {"n": 4}
+    profile = tmp_path / "recipe.yaml"
+    profile.write_text(yaml.safe_dump(cfg))
+    results = tmp_path / "out" / "results"
+    wanted = [results / "table99.csv", results / "table98.md", results / "figure98.csv",
+              results / "figures" / "figure98.png"]
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-c", RECIPE, str(profile), *map(str, wanted)], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    found = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("RECIPE "))[7:])
+    assert found["evidence_enum"][-1] == "gqa2" and found["evidence"] and found["suite"]
+    assert found["schema_errors_good"] == []
+    assert found["schema_errors_bad"] == [f"'gqa3' is not one of {found['evidence_enum']}"]
+    assert found["studies"] == ["table4", "table6", "table14", "figure4", "table98", "figure98"]
+    assert found["tables"][-3:] == ["table99", "table98", "figure98"]
+    assert sorted(found["targets"]) == sorted(str(results / f) for f in (
+        "table99.csv", "table99.md", "table98.csv", "table98.md", "figure98.csv", "figures/figure98.png"))
+    assert found["rule"] == ["row", "task", "size", False] and found["strata"] == 2
+    assert found["diff"] == pytest.approx(-20.0)  # 4 of 5 right against 5 of 5: GQA's score in percent
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout + proc.stderr, re.M))
+    assert {jobs.get(r) for r in ("ablation_table", "study_table", "study_figure")} == {"1"}, jobs

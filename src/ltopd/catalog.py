@@ -35,19 +35,50 @@ class Method:
 
 
 @dataclass(frozen=True)
+class Bootstrap:
+    """How a benchmark's official score decomposes for the paired bootstrap (ltopd.stats.bootstrap):
+    the resampling ``unit`` ("row"; "mme_pair": an image's two questions, scored together by
+    acc+; "mmbench_group": a question's circular rotations, all of which must be right), the
+    field naming a row's ``stratum`` (None: one stratum), how the strata ``combine`` ("mean": a
+    macro mean, "sum", "size": weighted by stratum size), and whether a unit counts only when
+    answered (``answered_only``: MVBench divides by the non-blank predictions)."""
+
+    unit: str = "row"
+    stratum: str | None = None
+    combine: str = "mean"
+    answered_only: bool = False
+
+
+ROWS = Bootstrap()  # one stratum of rows: the plain accuracy or mean of most benchmarks
+
+
+@dataclass(frozen=True)
 class Benchmark:
     """An evaluation benchmark: its twin's generator and real-data loader (ltopd.bench.suites),
-    its official scorer (ltopd.bench.scoring), its label in the tables and its generation cap
-    (max new tokens, the closing answer tag included)."""
+    its official scorer (ltopd.bench.scoring), its label in the tables, its generation cap
+    (max new tokens, the closing answer tag included), how its score decomposes for the bootstrap,
+    and, for a benchmark whose official parser reads an "<evidence>, so <answer>" reply, what its
+    evidence-first answer names (``evidence``: a kind of ltopd.bench.evidence.EVIDENCE_KINDS;
+    None: the twin is never taught that style)."""
 
     name: str
     label: str
     generation_cap: int
     synthetic: str  # "module:function" under ltopd.bench.suites: (n, seed, WorldConfig) -> records
     scorer: str  # "module:function" under ltopd.bench.scoring: records -> metrics
+    bootstrap: Bootstrap
+    evidence: str | None = None
 
 
 TableKind = Literal["grid", "ablation", "study", "efficiency"]
+
+# The files a table can write (ltopd.grid.table_outputs): results/<name>.csv, .md, .json (DVC
+# metrics) and results/figures/<figure_file>.png.
+TABLE_OUTPUTS = ("csv", "md", "json", "figure")
+
+# The pipeline job (ltopd.pipeline.<job>) that builds a table of each kind, unless it names its own.
+KIND_JOBS: dict[str, str] = {"grid": "table_jobs", "ablation": "table_jobs", "study": "study_jobs",
+                             "efficiency": "efficiency_jobs"}
 
 
 @dataclass(frozen=True)
@@ -58,16 +89,30 @@ class Table:
     has every one of ``methods``; ``study``: fixed ``methods`` (STUDENT_SELECTOR: the profile's
     training.selector) at the target budget on the backbones and benchmarks of the profile's
     ``studies.<name>``; ``efficiency``: measured and
-    analytic cost (Table 5, Figure 1 right)."""
+    analytic cost (Table 5, Figure 1 right), built when the profile has an ``efficiency`` section.
+    ``outputs``: the files it writes (of TABLE_OUTPUTS; a figure's are its data and its plot),
+    ``figure_file`` its plot's file name where that is not its own, ``job`` the pipeline job that
+    builds it (default: its kind's, KIND_JOBS)."""
 
     name: str
     title: str
     kind: TableKind
     methods: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ("csv", "md")
+    figure_file: str = ""
+    job: str = ""
+
+    def __post_init__(self) -> None:
+        if stray := [o for o in self.outputs if o not in TABLE_OUTPUTS]:
+            raise ValueError(f"table {self.name!r}: outputs {stray}; allowed values: {list(TABLE_OUTPUTS)}")
+        if self.kind not in KIND_JOBS:
+            raise ValueError(f"table {self.name!r}: kind {self.kind!r}; allowed values: {list(KIND_JOBS)}")
+        object.__setattr__(self, "job", self.job or KIND_JOBS[self.kind])
 
     @property
     def is_figure(self) -> bool:
-        return self.name.startswith("figure")
+        """A figure: its data (CSV) and its plot, no markdown table."""
+        return "figure" in self.outputs and "md" not in self.outputs
 
 
 def _index(*items: Any) -> dict[str, Any]:
@@ -112,18 +157,29 @@ METHODS: dict[str, Method] = _index(
 # yes/no fit in a few tokens; open words, numbers and dates in 16-32; OCRBench's formulas and
 # key-value answers get 64.
 BENCHMARKS: dict[str, Benchmark] = _index(
-    Benchmark("vstar", "V*Bench", 16, "vstar:synthetic", "vstar:score_vstar"),
-    Benchmark("hrbench4k", "HR-4K", 16, "hrbench:synthetic", "hrbench:score_hrbench"),
-    Benchmark("gqa", "GQA", 16, "gqa:synthetic", "gqa:score_gqa"),
-    Benchmark("mmmu", "MMMU", 32, "mmmu:synthetic", "mmmu:score_mmmu"),
-    Benchmark("mmbench", "MMB", 16, "mmbench:synthetic", "mmbench:score_mmbench"),
-    Benchmark("mme", "MME", 16, "mme:synthetic", "mme:score_mme"),
-    Benchmark("pope", "POPE", 16, "pope:synthetic", "pope:score_pope"),
-    Benchmark("textvqa", "TVQA", 32, "textvqa:synthetic", "textvqa:score_textvqa"),
-    Benchmark("ocrbench", "OCRB", 64, "ocrbench:synthetic", "ocrbench:score_ocrbench"),
-    Benchmark("muirbench", "MuirBench", 16, "multi_image:muirbench", "multi_image:score_muirbench"),
-    Benchmark("mvbench", "MVBench", 16, "multi_image:mvbench", "multi_image:score_mvbench"),
+    Benchmark("vstar", "V*Bench", 16, "vstar:synthetic", "vstar:score_vstar", ROWS, evidence="option"),
+    Benchmark("hrbench4k", "HR-4K", 16, "hrbench:synthetic", "hrbench:score_hrbench",
+              Bootstrap(stratum="cycle_category"), evidence="option"),
+    Benchmark("gqa", "GQA", 16, "gqa:synthetic", "gqa:score_gqa", ROWS),
+    Benchmark("mmmu", "MMMU", 32, "mmmu:synthetic", "mmmu:score_mmmu", ROWS, evidence="option"),
+    Benchmark("mmbench", "MMB", 16, "mmbench:synthetic", "mmbench:score_mmbench", Bootstrap("mmbench_group"),
+              evidence="option"),
+    Benchmark("mme", "MME", 16, "mme:synthetic", "mme:score_mme", Bootstrap("mme_pair", "category", "sum")),
+    Benchmark("pope", "POPE", 16, "pope:synthetic", "pope:score_pope", Bootstrap(stratum="split"), evidence="pope"),
+    Benchmark("textvqa", "TVQA", 32, "textvqa:synthetic", "textvqa:score_textvqa", ROWS),
+    Benchmark("ocrbench", "OCRB", 64, "ocrbench:synthetic", "ocrbench:score_ocrbench", ROWS),
+    Benchmark("muirbench", "MuirBench", 16, "multi_image:muirbench", "multi_image:score_muirbench", ROWS,
+              evidence="option"),
+    Benchmark("mvbench", "MVBench", 16, "multi_image:mvbench", "multi_image:score_mvbench",
+              Bootstrap(stratum="task", combine="size", answered_only=True)),
 )
+
+
+def evidence_benchmarks() -> list[str]:
+    """The benchmarks whose twins can be taught the evidence-first answer (a profile's stage and
+    backbone ``evidence`` lists; the schema's enum of both is this list)."""
+    return [b.name for b in BENCHMARKS.values() if b.evidence is not None]
+
 
 # A study's row of the untrained student: the selector the students train with, evaluated at the
 # target budget without training (S_pruned of Figure 4's recovery; CDPruner in the paper). It is no
@@ -134,7 +190,7 @@ STUDENT_SELECTOR = "<training.selector>"
 _RL_STUDY = ("full", STUDENT_SELECTOR, "grpo", "gspo", "dapo", "ltopd")
 
 TABLES: dict[str, Table] = _index(
-    Table("table2", "Table 2", "grid"),
+    Table("table2", "Table 2", "grid", outputs=("csv", "md", "json", "figure"), figure_file="table2_retain_vs_budget"),
     Table("table7", "Table 7: the teacher", "ablation", ("ltopd", "ltopd_trust_region", "ltopd_teacher_ema")),
     Table("table12", "Table 12: the divergence", "ablation", ("ltopd_forward_kl", "ltopd_reverse_kl", "ltopd")),
     Table("appendix_h", "Appendix H: the final 5% plateau", "ablation", ("ltopd_no_plateau", "ltopd")),
@@ -142,9 +198,10 @@ TABLES: dict[str, Table] = _index(
     Table("table4", "Table 4: model families", "study", ("full", STUDENT_SELECTOR, "ltopd")),
     Table("table6", "Table 6: RL algorithms vs LT-OPD", "study", _RL_STUDY),
     Table("table14", "Table 14: multi-image benchmarks", "study", ("full", STUDENT_SELECTOR, "epic", "ltopd")),
-    Table("figure4", "Figure 4: compression-gap recovery", "study", _RL_STUDY),
+    Table("figure4", "Figure 4: compression-gap recovery", "study", _RL_STUDY, outputs=("csv", "figure")),
     Table("table5", "Table 5: efficiency", "efficiency"),
-    Table("figure1_right", "Figure 1 (right): FLOPs ratio vs average retain ratio", "efficiency"),
+    Table("figure1_right", "Figure 1 (right): FLOPs ratio vs average retain ratio", "efficiency",
+          outputs=("csv", "figure"), job="study_jobs"),  # from Table 2's rows and the analytic FLOPs
 )
 
 

@@ -20,8 +20,15 @@ class ConfigError(ValueError):
 
 
 def schema() -> dict[str, Any]:
+    """The profile schema, with the names the catalog declares filled in: the studies' keys and
+    the evidence-first benchmarks' enum (the YAML file leaves both to the catalog)."""
+    from ltopd.catalog import evidence_benchmarks, tables_of_kind
+
     text = resources.files("ltopd").joinpath("schemas/config.schema.yaml").read_text()
-    return yaml.safe_load(text)
+    out = yaml.safe_load(text)
+    out["properties"]["studies"]["properties"] = {s: {"$ref": "#/$defs/study"} for s in tables_of_kind("study")}
+    out["$defs"]["evidence_benchmark"]["enum"] = evidence_benchmarks()
+    return out
 
 
 def _key(path: Sequence[Any]) -> str:
@@ -225,13 +232,10 @@ def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
     return out
 
 
-# ltopd.twins.pretrain.DENSE_OBJECTIVES (a test keeps them equal; that module imports torch).
-DENSE_OBJECTIVES = ("dense", "words")
-
-
 def _stage_problems(key: str, stages: list[dict[str, Any]], base_world: dict[str, Any]) -> list[str]:
     from ltopd.catalog import BENCHMARKS
     from ltopd.data.world import TASKS
+    from ltopd.twins.objectives import DENSE_OBJECTIVES
 
     out = []
     for i, stage in enumerate(stages):

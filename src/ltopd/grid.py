@@ -6,13 +6,13 @@ this module, so the two cannot drift apart; tests/pipeline/test_dvc_sync.py fail
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ltopd import codegraph
-from ltopd.catalog import METHODS, TABLES, ablation_variants, study_methods, tables_of_kind
+from ltopd.catalog import METHODS, TABLES, ablation_variants, study_methods
 
 
 @dataclass(frozen=True)
@@ -150,15 +150,11 @@ def paths(cfg: dict[str, Any]) -> dict[str, str]:
         "student": str(root / "models" / "students" / "{backbone}" / "{method}" / "seed{seed}"),
         "train_metrics": str(root / "metrics" / "train" / "{backbone}" / "{method}" / "seed{seed}.json"),
         "checkpoints": str(root / "train_state" / "{backbone}" / "{method}" / "seed{seed}"),
-        "table2": str(root / "results" / "table2.csv"),
-        "table2_md": str(root / "results" / "table2.md"),
-        "table2_json": str(root / "results" / "table2.json"),  # headline numbers: `dvc metrics show`
-        "table2_fig": str(root / "results" / "figures" / "table2_retain_vs_budget.png"),
         "efficiency": str(root / "results" / "efficiency" / "{backbone}.json"),
-        "table5": str(root / "results" / "table5.csv"),
-        "table5_md": str(root / "results" / "table5.md"),
+        # a catalog table's files (table_outputs): the keys are TABLE_FILES'
         "table": str(root / "results" / "{table}.csv"),
         "table_md": str(root / "results" / "{table}.md"),
+        "table_json": str(root / "results" / "{table}.json"),  # headline numbers: `dvc metrics show`
         "figure": str(root / "results" / "figures" / "{figure}.png"),
     }
 
@@ -207,9 +203,47 @@ def table2_fit_records(cfg: dict[str, Any]) -> dict[str, str]:
             for b in cfg["grid"]["benchmarks"] if not entries.get(b, {}).get("path") for s in cfg["seeds"]}
 
 
+# Whether a profile builds a catalog table, by the table's kind.
+BUILDS: dict[str, Callable[[dict[str, Any], str], bool]] = {
+    "grid": lambda cfg, table: True,
+    "ablation": lambda cfg, table: set(TABLES[table].methods) <= set(cfg["grid"]["methods"]),
+    "study": lambda cfg, table: table in (cfg.get("studies") or {}),
+    "efficiency": lambda cfg, table: bool(cfg.get("efficiency")),
+}
+
+# A table's output (catalog.TABLE_OUTPUTS) -> its path in paths().
+TABLE_FILES = {"csv": "table", "md": "table_md", "json": "table_json", "figure": "figure"}
+
+
+def tables(cfg: dict[str, Any]) -> list[str]:
+    """The catalog's tables and figures this profile builds, in catalog order: Table 2; each
+    ablation table whose every compared method is in the grid; the studies of its ``studies``
+    section; Table 5 and Figure 1 right with an ``efficiency`` section."""
+    return [t for t, spec in TABLES.items() if BUILDS[spec.kind](cfg, t)]
+
+
+def table_outputs(cfg: dict[str, Any], table: str) -> dict[str, str]:
+    """A table's files, by output (its catalog entry's ``outputs``): results/<table>.csv, .md, .json,
+    results/figures/<figure_file or table>.png. The rules' named outputs."""
+    spec = TABLES[table]
+    p = paths(cfg)
+    return {o: p[TABLE_FILES[o]].format(table=table, figure=spec.figure_file or table) for o in spec.outputs}
+
+
+def rule_outputs(cfg: dict[str, Any], tables: list[str]) -> dict[str, str]:
+    """The named outputs of one rule that builds each of ``tables`` (wildcard ``{table}``): their
+    catalog outputs, which must be the same, each file named by its table."""
+    kinds = {TABLES[t].outputs for t in tables}
+    if len(kinds) != 1 or any(TABLES[t].figure_file for t in tables):
+        raise ValueError(f"tables {tables}: one rule builds them, so they need the same outputs and no "
+                         f"figure_file of their own; got {sorted(kinds)}")
+    p = paths(cfg)
+    return {o: p[TABLE_FILES[o]].replace("{figure}", "{table}") for o in kinds.pop()}
+
+
 def ablation_tables(cfg: dict[str, Any]) -> list[str]:
     """The catalog's ablation tables whose every compared method is in the grid."""
-    return [t for t in tables_of_kind("ablation") if set(TABLES[t].methods) <= set(cfg["grid"]["methods"])]
+    return [t for t in tables(cfg) if TABLES[t].kind == "ablation"]
 
 
 def ablation_inputs(cfg: dict[str, Any], table: str, key: str = "eval_metrics") -> list[str]:
@@ -220,8 +254,7 @@ def ablation_inputs(cfg: dict[str, Any], table: str, key: str = "eval_metrics") 
 
 def studies(cfg: dict[str, Any]) -> list[str]:
     """The catalog's studies this profile builds (its ``studies`` section), in catalog order."""
-    asked = cfg.get("studies") or {}
-    return [s for s in tables_of_kind("study") if s in asked]
+    return [t for t in tables(cfg) if TABLES[t].kind == "study"]
 
 
 def study_backbones(cfg: dict[str, Any], study: str) -> list[str]:
@@ -263,19 +296,6 @@ def evaluated_backbones(cfg: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(j.backbone for j in eval_jobs(cfg)))
 
 
-def study_targets(cfg: dict[str, Any]) -> list[str]:
-    """Each study's CSV and markdown (figure 4: CSV and bar plot), and Figure 1 right (FLOPs
-    ratio vs average retain ratio, from Table 2's rows) when the profile has an efficiency section."""
-    p = paths(cfg)
-    out = []
-    for s in studies(cfg):
-        out += [p["table"].format(table=s), p["figure"].format(figure=s) if TABLES[s].is_figure
-                else p["table_md"].format(table=s)]
-    if cfg.get("efficiency"):
-        out += [p["table"].format(table="figure1_right"), p["figure"].format(figure="figure1_right")]
-    return out
-
-
 def twins(cfg: dict[str, Any]) -> list[str]:
     """Backbones the pipeline pretrains in its own run (tiny twins without a release); the
     others load a released twin or a local checkpoint."""
@@ -302,30 +322,17 @@ def targets(cfg: dict[str, Any]) -> list[str]:
     out = [p["lt14k"], p["lt14k_metrics"]]
     for b in twins(cfg):
         out += [p["twin"].format(backbone=b), p["twin_metrics"].format(backbone=b)]
-    return out + eval_outputs(cfg) + table2_targets(cfg) + table5_targets(cfg) + study_targets(cfg)
+    return out + eval_outputs(cfg) + all_tables(cfg)
 
 
-def all_tables(cfg: dict[str, Any]) -> list[str]:
-    """Every table and figure of the profile (rule all_tables)."""
-    return table2_targets(cfg) + table5_targets(cfg) + study_targets(cfg)
-
-
-def table2_targets(cfg: dict[str, Any]) -> list[str]:
-    """Table 2 with its figure, and the ablation tables the grid can fill."""
-    p = paths(cfg)
-    return [p["table2"], p["table2_md"], p["table2_json"], p["table2_fig"]] + [
-        p[k].format(table=t) for t in ablation_tables(cfg) for k in ("table", "table_md")]
+def all_tables(cfg: dict[str, Any], which: list[str] | None = None) -> list[str]:
+    """The files of every table and figure the profile builds (rule all_tables), or of ``which``."""
+    return [f for t in (tables(cfg) if which is None else which) for f in table_outputs(cfg, t).values()]
 
 
 def efficiency_backbones(cfg: dict[str, Any]) -> list[str]:
     """Backbones Table 5 measures: `efficiency.backbones`, else the grid's."""
     return (cfg.get("efficiency") or {}).get("backbones") or cfg["grid"]["backbones"]
-
-
-def table5_targets(cfg: dict[str, Any]) -> list[str]:
-    """Table 5 (efficiency), for profiles with an `efficiency` section."""
-    p = paths(cfg)
-    return [p["table5"], p["table5_md"]] if cfg.get("efficiency") else []
 
 
 REPO = codegraph.PACKAGE_ROOT.parents[1]  # the checkout holding src/ltopd (an editable install)
@@ -391,13 +398,19 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
             "metrics": [{m: {"persist": True}} for m in mets],
         }
     root = Path(cfg["out_root"])
-    tables = table2_targets(cfg) + study_targets(cfg)
+    # the tables from the evaluations; those from the efficiency measurements get their own stage
+    built = tables(cfg)
+    measured = [t for t in built if TABLES[t].job == "efficiency_jobs"]
+    reported = [t for t in built if t not in measured]
+    files = all_tables(cfg, reported)
+    outputs = {t: table_outputs(cfg, t) for t in reported}
+    metrics = [o["json"] for o in outputs.values() if "json" in o]  # headline numbers
+    plots = [f for f in files if f.endswith(".png")]
     stages["table2"] = {
-        "cmd": f"{snake} -- all_evaluations {' '.join(tables)}",  # rule all_evaluations: every eval job
+        "cmd": f"{snake} -- all_evaluations {' '.join(files)}",  # rule all_evaluations: every eval job
         "deps": [config_file, "Snakefile", "workflow/rules/common.smk", "workflow/rules/eval.smk",
                  "workflow/rules/train.smk", "workflow/rules/report.smk",
-                 *code_deps(["data_jobs", "train_job", "evaluate", "table_jobs"]
-                            + (["study_jobs"] if study_targets(cfg) else []))]
+                 *code_deps(["data_jobs", "train_job", "evaluate", *dict.fromkeys(TABLES[t].job for t in reported)])]
         # the students' data, by its fingerprint (content hash, committed): a changed LT-14K reruns
         # this stage, and `dvc repro --dry` works on a fresh clone (DVC cannot hash an upstream
         # output that is not there yet, treeverse/dvc#9021)
@@ -410,21 +423,22 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
                  {str(root / "models" / "students"): {"persist": True}},
                  {str(root / "metrics" / "train"): {"persist": True}},
                  {str(root / "results" / "eval"): {"persist": True}}]
-        + [{t: {"persist": True}} for t in tables if t != p["table2_json"] and not t.endswith(".png")],
-        "metrics": [{p["table2_json"]: {"persist": True}}],  # numbers only (ltopd.report.dvc_metrics)
+        + [{t: {"persist": True}} for t in files if t not in metrics + plots],
+        "metrics": [{m: {"persist": True}} for m in metrics],  # numbers only (ltopd.report.dvc_metrics)
         # the figures as image plots: `dvc plots show` needs no network for them (a Vega plot's page
         # loads its library from a CDN) and they colour by method, as the paper's figures do
-        "plots": [{t: {"persist": True}} for t in tables if t.endswith(".png")],
+        "plots": [{t: {"persist": True}} for t in plots],
     }
-    if cfg.get("efficiency"):
-        eff, measured = cfg["efficiency"], efficiency_backbones(cfg)
+    if measured:
+        backbones = efficiency_backbones(cfg)
         stages["table5"] = {
-            "cmd": f"{snake} -- {' '.join(table5_targets(cfg))}",
-            "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk", *code_deps(["efficiency_jobs"]),
-                     eff["analytic_config"]]
-            + [model_path(cfg, b) for b in measured if b in tw or b in released(cfg)],
+            "cmd": f"{snake} -- {' '.join(all_tables(cfg, measured))}",
+            "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk",
+                     *code_deps(list(dict.fromkeys(TABLES[t].job for t in measured))),
+                     cfg["efficiency"]["analytic_config"]]
+            + [model_path(cfg, b) for b in backbones if b in tw or b in released(cfg)],
             "params": [{config_file: ["efficiency", "reduction", "grid", "training"]}],
             "outs": [{str(root / "results" / "efficiency"): {"persist": True}}]
-            + [{t: {"persist": True}} for t in table5_targets(cfg)],
+            + [{t: {"persist": True}} for t in all_tables(cfg, measured)],
         }
     return stages

@@ -108,10 +108,13 @@ def test_evidence_replies_fit_the_generation_cap():
 
 
 def test_config_schema_offers_exactly_the_evidence_styles():
-    """The schema's `evidence` enums (a stage's, a backbone's) are the registered styles."""
-    import yaml
+    """The schema's `evidence` enums (a stage's, a backbone's) are the catalog's evidence-first
+    benchmarks, which are the registered styles."""
+    from ltopd import config
+    from ltopd.catalog import evidence_benchmarks
 
-    schema = yaml.safe_load(open("workflow/schemas/config.schema.yaml"))
-    stage = schema["$defs"]["stage"]["properties"]["evidence"]["items"]["enum"]
-    backbone = schema["properties"]["backbones"]["additionalProperties"]["properties"]["evidence"]["items"]["enum"]
-    assert stage == backbone == sorted(EVIDENCE)
+    schema = config.schema()
+    refs = {schema["$defs"]["stage"]["properties"]["evidence"]["items"]["$ref"],
+            schema["properties"]["backbones"]["additionalProperties"]["properties"]["evidence"]["items"]["$ref"]}
+    assert refs == {"#/$defs/evidence_benchmark"}
+    assert schema["$defs"]["evidence_benchmark"]["enum"] == evidence_benchmarks() == list(EVIDENCE)

@@ -1,6 +1,6 @@
 """Every job handler of ltopd.pipeline on tiny inputs, through the CLI as a rule runs it (the
 other handlers have theirs beside their library: table -> tests/report, evaluate-group ->
-test_grouped_evaluation.py, release-twin -> tests/twins/test_release.py, study/figure4/figure1-right
+test_grouped_evaluation.py, release-twin -> tests/twins/test_release.py, study/figure1-right
 -> tests/report/test_studies.py, table5 -> tests/efficiency, score/validate -> test_cli.py):
 LT-14K, the tokenizer, a twin, a benchmark's records, a student, dvc.yaml and the MLflow relocation
 chain into each other, each writing what its rule declares and one MLflow run."""

@@ -1,5 +1,5 @@
 """Tables 3/4/6/14, Figure 4's recovery and Figure 1 right against hand-worked numbers, a
-brute-force FLOPs count from the raw Qwen3.5-4B config, and the `ltopd study|figure4|figure1-right`
+brute-force FLOPs count from the raw Qwen3.5-4B config, and the `ltopd study|figure1-right`
 commands end to end on made-up metrics files."""
 from __future__ import annotations
 
@@ -271,7 +271,10 @@ def test_cli_study_figure4_figure1_right(tmp_path, mlflow_env, capsys) -> None:
 
     files = _write_metrics(tmp_path / "f4", _recovery_results())
     out, png = tmp_path / "res" / "figure4.csv", tmp_path / "res" / "figures" / "figure4.png"
-    assert report_cli.run(_parse(["figure4", "--spec", json.dumps(spec), "--results", *files,
+    with pytest.raises(SystemExit, match="give --figure"):  # a study figure writes its plot
+        report_cli.run(_parse(["study", "--study", "figure4", "--spec", json.dumps(spec), "--results", *files,
+                               "--out", str(out)]))
+    assert report_cli.run(_parse(["study", "--study", "figure4", "--spec", json.dumps(spec), "--results", *files,
                                   "--out", str(out), "--figure", str(png)])) == 0
     rec = {(r["method"], r["benchmark"]): r for r in csv.DictReader(out.open())}
     assert rec[("ltopd", "a")]["recovery"] == "50.00" and rec[("ltopd", "b")]["recovery"] == ""
@@ -306,7 +309,7 @@ def test_figure4_and_the_studies_of_a_profile_training_with_divprune_compare_aga
         for bench in ("vstar", "pope")]
     files = _write_metrics(tmp_path / "m", res)
     out = tmp_path / "figure4.csv"
-    assert main(["figure4", "--config", str(profile), "--results", *files, "--out", str(out),
+    assert main(["study", "--study", "figure4", "--config", str(profile), "--results", *files, "--out", str(out),
                  "--figure", str(tmp_path / "figure4.png")]) == 0
     rec = {(r["method"], r["benchmark"]): r for r in csv.DictReader(out.open())}
     assert (rec[("ltopd", "vstar")]["s_pruned"], rec[("ltopd", "vstar")]["recovery"]) == ("40.00", "50.00")

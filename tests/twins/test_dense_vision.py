@@ -227,14 +227,15 @@ def test_an_unknown_objective_names_the_allowed_ones():
 
 
 def test_the_profile_schema_and_checks_know_every_objective():
-    """The schema's enum and the config checks' dense objectives are the trainer's registries."""
+    """The schema's enum is the trainer's registry; the dense objectives (one definition, read by the
+    config checks and the trainer) are among its objectives."""
     from ltopd import config
     from ltopd.twins.pretrain import DENSE_OBJECTIVES, STAGE_OBJECTIVES
 
     enums = [node["enum"] for node in _walk(config.schema()) if isinstance(node, dict)
              and "answer" in node.get("enum", [])]
     assert enums and all(sorted(e) == sorted(STAGE_OBJECTIVES) for e in enums)
-    assert config.DENSE_OBJECTIVES == DENSE_OBJECTIVES
+    assert set(DENSE_OBJECTIVES) < set(STAGE_OBJECTIVES)  # "answer" trains no dense heads
 
 
 def _walk(node):

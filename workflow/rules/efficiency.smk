@@ -46,8 +46,7 @@ rule table5:
         analytic=EFFICIENCY["analytic_config"],
         code=job_code("efficiency_jobs"),
     output:
-        csv=PATHS["table5"],
-        md=PATHS["table5_md"],
+        **grid.table_outputs(config, "table5"),
     params:
         spec=spec(efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"},
                   training={"selector": REDUCTION.selector}),

@@ -16,10 +16,7 @@ rule table2:
         fit=list(FIT_RECORDS.values()),
         code=job_code("table_jobs"),
     output:
-        csv=PATHS["table2"],
-        md=PATHS["table2_md"],
-        json=PATHS["table2_json"],
-        figure=PATHS["table2_fig"],
+        **grid.table_outputs(config, "table2"),  # the catalog's outputs: csv, md, json, figure
     params:
         spec=spec("grid", "seeds", training=TRAINING_SELECTOR),
         fit=FIT_RECORDS_ARG,
@@ -35,6 +32,12 @@ rule table2:
         "--markdown {output.md} --json {output.json} --figure {output.figure} --rule table2 > {log} 2>&1"
 
 
+# One rule per kind of table, its outputs the catalog's (each of its tables declares the same).
+ABLATIONS = catalog.tables_of_kind("ablation")
+STUDY_TABLES = [t for t in catalog.tables_of_kind("study") if not catalog.TABLES[t].is_figure]
+STUDY_FIGURES = [t for t in catalog.tables_of_kind("study") if catalog.TABLES[t].is_figure]
+
+
 rule ablation_table:
     input:
         results=ablation_inputs,
@@ -42,13 +45,12 @@ rule ablation_table:
         fit=list(FIT_RECORDS.values()),
         code=job_code("table_jobs"),
     output:
-        csv=PATHS["table"],
-        md=PATHS["table_md"],
+        **grid.rule_outputs(config, ABLATIONS),
     params:
         spec=spec("grid", "seeds", training=TRAINING_SELECTOR),
         fit=FIT_RECORDS_ARG,
     wildcard_constraints:
-        table="|".join(catalog.tables_of_kind("ablation")),
+        table="|".join(ABLATIONS),
     log:
         f"{PATHS['logs']}/{{table}}.log",
     benchmark:
@@ -66,12 +68,11 @@ rule study_table:
         results=study_inputs,
         code=job_code("study_jobs"),
     output:
-        csv=PATHS["table"],
-        md=PATHS["table_md"],
+        **grid.rule_outputs(config, STUDY_TABLES),
     params:
         spec=spec("grid", "seeds", studies=config.get("studies") or {}, training=TRAINING_SELECTOR),
     wildcard_constraints:
-        table="|".join(t for t in catalog.tables_of_kind("study") if not catalog.TABLES[t].is_figure),
+        table="|".join(STUDY_TABLES),
     log:
         f"{PATHS['logs']}/{{table}}.log",
     conda:
@@ -81,24 +82,25 @@ rule study_table:
         "--out {output.csv} --markdown {output.md} --rule study_table > {log} 2>&1"
 
 
-rule figure4:
+rule study_figure:
     input:
-        results=grid.study_inputs(config, "figure4") if "figure4" in grid.studies(config) else [],
+        results=study_inputs,
         code=job_code("study_jobs"),
     output:
-        csv=PATHS["table"].format(table="figure4"),
-        figure=PATHS["figure"].format(figure="figure4"),
+        **grid.rule_outputs(config, STUDY_FIGURES),
     params:
         spec=spec("grid", "seeds", studies=config.get("studies") or {}, training=TRAINING_SELECTOR),
+    wildcard_constraints:
+        table="|".join(STUDY_FIGURES),
     log:
-        f"{PATHS['logs']}/figure4.log",
+        f"{PATHS['logs']}/{{table}}.log",
     benchmark:
-        f"{PATHS['logs']}/figure4.benchmark.tsv",
+        f"{PATHS['logs']}/{{table}}.benchmark.tsv",
     conda:
         "../../envs/ltopd.yaml"
     shell:
-        "ltopd figure4 --spec {params.spec:q} --results {input.results} --out {output.csv} "
-        "--figure {output.figure} --rule figure4 > {log} 2>&1"
+        "ltopd study --study {wildcards.table} --spec {params.spec:q} --results {input.results} "
+        "--out {output.csv} --figure {output.figure} --rule study_figure > {log} 2>&1"
 
 
 if config.get("efficiency"):
@@ -112,8 +114,7 @@ if config.get("efficiency"):
             arch=config["efficiency"]["analytic_config"],
             code=job_code("study_jobs"),
         output:
-            csv=PATHS["table"].format(table="figure1_right"),
-            figure=PATHS["figure"].format(figure="figure1_right"),
+            **grid.table_outputs(config, "figure1_right"),
         params:
             spec=spec("grid", "seeds", "efficiency"),
         log:

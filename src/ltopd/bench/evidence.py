@@ -15,8 +15,9 @@ A pretraining stage's `evidence` and `text_only` keys apply the style to its ite
 `evidence` has evaluation and the release gates ask those twins with their instruction.
 :func:`text_only` also makes the blind twin (ltopd.pipeline.evaluate, the release gates).
 
-Only benchmarks whose official parser reads the answer out of such a reply get the style (each
-registered function's test scores its replies with that parser):
+Only benchmarks whose official parser reads the answer out of such a reply get the style: the
+catalog's benchmarks with an ``evidence`` kind (:data:`EVIDENCE_KINDS`; each one's test scores its
+replies with that parser):
 
 * POPE: "no" anywhere in the first sentence reads as no, else yes (RUCAIBox/POPE).
 * HR-Bench, MMBench, MuirBench: VLMEvalKit's ``can_infer``, exactly one option letter among the
@@ -37,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from ltopd.bench.scoring.common import meta_of
+from ltopd.catalog import BENCHMARKS
 
 NONE = "none"  # the evidence when nothing of the asked kind is present
 
@@ -62,14 +64,20 @@ def pope_evidence(record: dict) -> str:
     return " ".join(colors) or NONE
 
 
+# What an evidence-first answer names, by the catalog's Benchmark.evidence.
+EVIDENCE_KINDS: dict[str, Callable[[dict], str | None]] = {"option": option_evidence, "pope": pope_evidence}
+
+# The benchmarks with the style: those the catalog gives an evidence kind (catalog.evidence_benchmarks).
+def _kind(name: str, kind: str) -> Callable[[dict], str | None]:
+    if kind not in EVIDENCE_KINDS:
+        raise ValueError(f"ltopd.catalog: benchmark {name!r} has evidence {kind!r}; allowed values: "
+                         f"{sorted(EVIDENCE_KINDS)}")
+    return EVIDENCE_KINDS[kind]
+
+
+# The benchmarks with the style: those the catalog gives an evidence kind (catalog.evidence_benchmarks).
 EVIDENCE: dict[str, Callable[[dict], str | None]] = {
-    "pope": pope_evidence,
-    "hrbench4k": option_evidence,
-    "mmbench": option_evidence,
-    "muirbench": option_evidence,
-    "mmmu": option_evidence,
-    "vstar": option_evidence,
-}
+    b.name: _kind(b.name, b.evidence) for b in BENCHMARKS.values() if b.evidence is not None}
 
 # A twin's reply where "<evidence>, so <answer>" would not parse (default: that form).
 REPLIES: dict[str, str] = {"vstar": "it is {evidence}, so {answer}"}

@@ -1,26 +1,30 @@
-"""`ltopd study|figure4|figure1-right`: the tables and figures of the catalog's studies and Figure 1 right.
+"""`ltopd study|figure1-right`: the tables and figures of the catalog's studies and Figure 1 right.
 
 Wired into ltopd.cli like pipeline/efficiency_jobs.py (add_parser + run):
-``ltopd study --study table3 --spec JSON --results ... --out CSV --markdown MD``,
-``ltopd figure4 --spec JSON --results ... --out CSV --figure PNG``,
+``ltopd study --study table3 --spec JSON --results ... --out CSV --markdown MD`` (a study table),
+``ltopd study --study figure4 --spec JSON --results ... --out CSV --figure PNG`` (a study figure:
+its catalog entry's outputs say which files it writes),
 ``ltopd figure1-right --spec JSON --results ... [--analytic-config JSON] --out CSV --figure PNG``.
 The spec holds the config sections the job depends on: profile, grid, seeds, studies, efficiency.
+A study is built by its job in :data:`STUDIES`, a study table without one by the common builder
+(ltopd.report.studies.build_study).
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
-COMMANDS = ("study", "figure4", "figure1-right")  # the catalog's study, figure4, figure1_right
+COMMANDS = ("study", "figure1-right")  # the catalog's studies, figure1_right
 
 
 def add_parser(subparsers: Any) -> None:
-    from ltopd.catalog import TABLES, tables_of_kind
+    from ltopd.catalog import tables_of_kind
     from ltopd.pipeline.spec import add_source
 
-    helps = {"study": "a study table (Tables 3, 4, 6, 14) -> results/<table>.csv/.md",
-             "figure4": "Figure 4: compression-gap recovery -> CSV + bar plot",
+    helps = {"study": "a study table (Tables 3, 4, 6, 14) -> results/<table>.csv/.md, or a study figure "
+                      "(Figure 4: compression-gap recovery) -> CSV + plot",
              "figure1-right": "Figure 1 right: prefill FLOPs ratio vs average retain ratio -> CSV + scatter plot"}
     for name in COMMANDS:
         s = subparsers.add_parser(name, help=helps[name])
@@ -28,9 +32,9 @@ def add_parser(subparsers: Any) -> None:
         s.add_argument("--results", nargs="+", required=True, help="metrics.json files of `ltopd evaluate`")
         s.add_argument("--out", required=True, help="CSV")
         if name == "study":
-            tables = [t for t in tables_of_kind("study") if not TABLES[t].is_figure]
-            s.add_argument("--study", required=True, choices=tables)
-            s.add_argument("--markdown", required=True)
+            s.add_argument("--study", required=True, choices=tables_of_kind("study"))
+            s.add_argument("--markdown", help="the table as markdown (a study table)")
+            s.add_argument("--figure", help="PNG (a study figure)")
         else:
             s.add_argument("--figure", required=True, help="PNG")
         if name == "figure1-right":
@@ -46,6 +50,21 @@ def _inputs(args: argparse.Namespace):
 
 
 def study(args: argparse.Namespace) -> int:
+    """A study: the files its catalog entry's outputs name (each given), by its job in STUDIES."""
+    from ltopd.catalog import TABLES
+
+    table = TABLES[args.study]
+    flags = {"md": ("--markdown", args.markdown), "figure": ("--figure", args.figure)}
+    if missing := [flags[o][0] for o in table.outputs if o in flags and not flags[o][1]]:
+        raise SystemExit(f"ltopd study --study {args.study}: give {' and '.join(missing)} "
+                         f"(its outputs: {list(table.outputs)})")
+    if table.is_figure and args.study not in STUDIES:
+        raise SystemExit(f"ltopd study --study {args.study}: a figure needs its job in "
+                         f"ltopd.pipeline.study_jobs.STUDIES; known: {sorted(STUDIES)}")
+    return STUDIES.get(args.study, study_table)(args)
+
+
+def study_table(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_file
     from ltopd.catalog import TABLES
     from ltopd.grid import study_benchmarks, study_scope
@@ -80,11 +99,11 @@ def figure4(args: argparse.Namespace) -> int:
     from ltopd.tracking import job_run
 
     spec, settings = _inputs(args)
-    with job_run(settings, args.rule, {"figure": "figure4"}, spec) as run:
-        rows, notes = studies.recovery(grid_tables.load_results(args.results), *study_scope(spec, "figure4"))
+    with job_run(settings, args.rule, {"figure": args.study}, spec) as run:
+        rows, notes = studies.recovery(grid_tables.load_results(args.results), *study_scope(spec, args.study))
         with atomic_file(args.out) as fh:
             fh.write(studies.recovery_csv(rows))
-        figures.recovery_bars(rows, args.figure, f"{TABLES['figure4'].title} ({spec['profile']} profile)\n"
+        figures.recovery_bars(rows, args.figure, f"{TABLES[args.study].title} ({spec['profile']} profile)\n"
                               "paper: LT-OPD exceeds every RL method by > 45 points on V*Bench", notes)
         run.log_metrics({f"{r['backbone']}/{r['method']}/{r['benchmark']}/recovery": r["recovery"]
                          for r in rows if not math.isnan(r["recovery"])})
@@ -125,5 +144,9 @@ def figure1_right(args: argparse.Namespace) -> int:
     return 0
 
 
+# The studies with a job of their own (every study figure; a study table with its own builder).
+STUDIES: dict[str, Callable[[argparse.Namespace], int]] = {"figure4": figure4}
+
+
 def run(args: argparse.Namespace) -> int:
-    return {"study": study, "figure4": figure4, "figure1-right": figure1_right}[args.cmd](args)
+    return {"study": study, "figure1-right": figure1_right}[args.cmd](args)

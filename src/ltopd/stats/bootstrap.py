@@ -8,24 +8,9 @@ grouped in *strata*::
 with den(u) = 1 and num(u) = the official scorer (``ltopd.bench.scoring.score``) applied to the
 unit's rows alone -- except MVBench, whose per-task accuracy divides by the *answered* records
 only: there den(u) = 1 if the row's prediction is not blank, and num(u) = score(u) * den(u).
-c_s is 1 / #strata (a macro mean), 1 (a sum) or stratum size / total (size-weighted). The rule
-per benchmark (:data:`RULES`):
-
-=============  =====================================  ====================  ==================
-benchmark      unit                                   stratum               strata combined
-=============  =====================================  ====================  ==================
-mme            image pair (category, image_id): acc+  category              sum
-               couples its two questions
-mmbench        circular group (index mod 1e6): every  (one)                 --
-               rotation must be right
-pope           row                                    split                 mean (macro)
-hrbench4k      row                                    cycle_category        mean (macro)
-mvbench        row (den = answered)                   task                  size-weighted
-vstar, gqa,    row                                    (one)                 --
-mmmu, textvqa,
-ocrbench,
-muirbench
-=============  =====================================  ====================  ==================
+c_s is 1 / #strata (a macro mean), 1 (a sum) or stratum size / total (size-weighted). Each
+benchmark declares its rule in the catalog (``ltopd.catalog.Benchmark.bootstrap``; a benchmark the
+catalog does not know is an error, never a silent row-level fallback).
 
 :func:`unit_values` checks the decomposition on every call: the aggregate of the unit values
 must equal the official score of all rows (else ValueError), so a benchmark whose metric does not
@@ -49,15 +34,17 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from ltopd import catalog
 from ltopd.bench.scoring import score
 from ltopd.bench.scoring.common import field
 from ltopd.bench.scoring.mmbench import GROUP_MODULUS
+from ltopd.catalog import Bootstrap
 
 Rows = Sequence[Mapping[str, Any]]
 # evaluation seed -> benchmark -> prediction rows (that seed's record set of the benchmark)
@@ -66,39 +53,30 @@ Runs = Mapping[int, Mapping[str, Rows]]
 CHUNK = 256  # replicates drawn per block (bounds memory: block x units counts)
 
 
-@dataclass(frozen=True)
-class Rule:
-    """How ``benchmark``'s official score decomposes (see the module docstring)."""
-
-    unit: str                  # "row" | "mme_pair" | "mmbench_group"
-    stratum: str | None        # the field naming a row's stratum, None for one stratum
-    combine: str               # strata: "mean" | "sum" | "size" (weighted by stratum size)
-    answered_only: bool = False  # den(u) = 1 only for a non-blank prediction (row units)
+def rule(benchmark: str) -> Bootstrap:
+    """How ``benchmark``'s official score decomposes: its catalog entry's (unknown: ValueError
+    naming the known benchmarks)."""
+    return catalog.benchmark(benchmark).bootstrap
 
 
-ROW = Rule("row", None, "mean")
-RULES: dict[str, Rule] = {
-    "mme": Rule("mme_pair", "category", "sum"),
-    "mmbench": Rule("mmbench_group", None, "mean"),
-    "pope": Rule("row", "split", "mean"),
-    "hrbench4k": Rule("row", "cycle_category", "mean"),
-    "mvbench": Rule("row", "task", "size", answered_only=True),
-    **{b: ROW for b in ("vstar", "gqa", "mmmu", "textvqa", "ocrbench", "muirbench")},
+# A row's resampling unit, by the catalog's Bootstrap.unit.
+UNITS: dict[str, Callable[[Mapping[str, Any]], Hashable]] = {
+    "row": lambda row: ("row", row["id"]),
+    "mme_pair": lambda row: ("mme", str(field(row, "category")), str(field(row, "image_id"))),
+    "mmbench_group": lambda row: ("mmbench", int(field(row, "index")) % GROUP_MODULUS),
 }
 
-
-def rule(benchmark: str) -> Rule:
-    return RULES.get(benchmark, ROW)
+# The weights c_s of the strata (sizes: units per stratum), by the catalog's Bootstrap.combine.
+COMBINE: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "mean": lambda sizes: np.full_like(sizes, 1.0 / len(sizes)),
+    "sum": np.ones_like,
+    "size": lambda sizes: sizes / sizes.sum(),
+}
 
 
 def unit_key(benchmark: str, row: Mapping[str, Any]) -> Hashable:
     """The resampling unit of ``row`` under ``benchmark``'s official metric."""
-    kind = rule(benchmark).unit
-    if kind == "mme_pair":
-        return ("mme", str(field(row, "category")), str(field(row, "image_id")))
-    if kind == "mmbench_group":
-        return ("mmbench", int(field(row, "index")) % GROUP_MODULUS)
-    return ("row", row["id"])
+    return UNITS[rule(benchmark).unit](row)
 
 
 def stratum_key(benchmark: str, row: Mapping[str, Any]) -> Hashable:
@@ -124,7 +102,7 @@ class Design:
     ids: tuple[str, ...]
     members: tuple[tuple[int, ...], ...]
     strata: np.ndarray  # int, per unit
-    combine: str        # how the strata combine: "mean" | "sum" | "size"
+    combine: str        # how the strata combine: a key of COMBINE
 
     @property
     def n_units(self) -> int:
@@ -135,12 +113,7 @@ class Design:
         return [np.flatnonzero(self.strata == s) for s in range(int(self.strata.max()) + 1)]
 
     def stratum_weights(self) -> np.ndarray:
-        sizes = np.array([len(i) for i in self.stratum_units], dtype=float)
-        if self.combine == "sum":
-            return np.ones_like(sizes)
-        if self.combine == "size":
-            return sizes / sizes.sum()
-        return np.full_like(sizes, 1.0 / len(sizes))
+        return COMBINE[self.combine](np.array([len(i) for i in self.stratum_units], dtype=float))
 
 
 def design(benchmark: str, rows: Rows) -> Design:

@@ -25,6 +25,7 @@ from ltopd.models.backbone import Backbone
 from ltopd.models.parts import GROUPS, parameter_groups
 from ltopd.models.prompt import build_target
 from ltopd.twins.dense_vision import DenseHeads, dense_loss
+from ltopd.twins.objectives import DENSE_OBJECTIVES
 
 DENSE_HEADS = "dense_heads"  # the optimizer group of a dense stage's throwaway heads (the vision lr)
 
@@ -125,7 +126,6 @@ STAGE_OBJECTIVES: dict[str, Callable[[Backbone, Sequence[dict], PretrainConfig, 
     "dense": _dense_objective,
     "words": _words_objective,
 }
-DENSE_OBJECTIVES = ("dense", "words")  # the objectives that train the throwaway dense heads
 
 
 def warmup_factor(step: int, warmup_steps: int) -> float:
