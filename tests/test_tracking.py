@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import time
 
 from ltopd import tracking
 
@@ -84,13 +85,15 @@ def test_run_names_put_what_differs_first():
     from ltopd.tracking import run_name
 
     assert run_name("evaluate", {"backbone": "qwen35-tiny", "method": "ltopd", "budget": "0.05",
-                                 "benchmark": "gqa", "seed": "0"}) == "ltopd@5% gqa s0 qwen35-tiny (evaluate)"
+                                 "benchmark": "gqa", "seed": "0"}) == "ltopd@5% qwen35-tiny gqa s0 (evaluate)"
     assert run_name("evaluate", {"backbone": "b", "method": "full", "budget": "1", "benchmark": "pope",
-                                 "seed": "2"}) == "full pope s2 b (evaluate)"
-    assert run_name("train", {"backbone": "b", "method": "sft", "seed": "1"}) == "sft s1 b (train)"
+                                 "seed": "2"}) == "full b pope s2 (evaluate)"
+    assert run_name("train", {"backbone": "b", "method": "sft", "seed": "1"}) == "sft b s1 (train)"
     assert run_name("evaluate", {"method": "ltopd", "budget": "1", "benchmark": "mme"}) == "ltopd@100% mme (evaluate)"
     assert run_name("build-bench", {"benchmark": "mme", "seed": "1000"}) == "mme s1000 (build-bench)"
     assert run_name("table2", {}) == "table2"
+    # the parent run: when it started, then what it is
+    assert tracking.pipeline_name(time.mktime((2026, 12, 6, 11, 5, 1, 0, 0, -1))) == "12-06 11:05:01 (pipeline)"
 
 
 def test_job_identity_is_logged_as_params(tmp_path):
@@ -133,8 +136,8 @@ def test_moved_project_keeps_its_artifacts_and_description(tmp_path):
     client.log_artifact(run.info.run_id, str(old / "table.csv"))
     shutil.move(old, tmp_path / "new")
     new = settings(tmp_path / "new")
-    assert relocate(new) == 1
-    assert relocate(new) == 0  # already here
+    assert relocate(new) == {"runs": 1, "models": 0}
+    assert relocate(new) == {"runs": 0, "models": 0}  # already here
     moved = MlflowClient(new.tracking_uri)
     assert moved.get_run(run.info.run_id).info.artifact_uri.startswith((tmp_path / "new" / "art").as_uri())
     got = moved.download_artifacts(run.info.run_id, "table.csv", str(tmp_path))
