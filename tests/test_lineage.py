@@ -58,6 +58,7 @@ def test_a_model_made_by_a_run_is_found_by_the_runs_that_read_it(tmp_path, monke
         made = lineage.log_model(run, "sft b s0 (student)", "student", "student", {"training": {"lr": 0.1}})
         run.log_metrics({"last_loss": 0.25}, model_id=made)
         maker = run.run_id
+    (tmp_path / "student" / ".snakemake_timestamp").write_text("")  # Snakemake stamps a folder output after its job
     (tmp_path / "records").mkdir()
     (tmp_path / "records" / "data.arrow").write_bytes(b"rows")
     with tracking.job_run(s, "evaluate", {"method": "sft"}, {}) as run:

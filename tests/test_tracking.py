@@ -1,6 +1,7 @@
 """MLflow on SQLite: parallel writers lose nothing, runs carry tags/params/metrics/parent."""
 from __future__ import annotations
 
+import hashlib
 import multiprocessing as mp
 import os
 import time
@@ -79,6 +80,11 @@ def test_flatten_and_digest(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "manifest.json").write_text('{"content_sha256": "h"}')
     assert tracking.path_digest(tmp_path / "d") == "h"
+    (tmp_path / "m").mkdir()  # a model folder: names and sizes, hidden files (Snakemake's stamp) left out
+    (tmp_path / "m" / "w.bin").write_bytes(b"abc")
+    before = tracking.path_digest(tmp_path / "m")
+    (tmp_path / "m" / ".snakemake_timestamp").write_text("")
+    assert tracking.path_digest(tmp_path / "m") == before == hashlib.sha256(b"w.bin:3").hexdigest()
 
 
 def test_run_names_put_what_differs_first():

@@ -137,7 +137,8 @@ def found_model(path: str | Path) -> tuple[str, str, dict[str, str]]:
         if "recipe" in m and "weights_sha256" in m:
             params = {**flatten({"recipe": m["recipe"]}), "rebuild": str(m.get("rebuild", ""))}
             return f"{m.get('twin', p.name)} (release)", "release", params
-    return f"{p.name} (model)", "model", {"folder": project_path(p)}
+    return f"{' '.join(Path(project_path(p)).parts[-3:])} (model)".replace(".", "_"), "model", \
+        {"folder": project_path(p)}
 
 
 # -- what a job calls ------------------------------------------------------------------------------

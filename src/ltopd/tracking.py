@@ -156,7 +156,8 @@ def git_tags(repo: str | Path = ".") -> dict[str, str]:
 
 def path_digest(path: str | Path) -> str:
     """Content digest of an input: a file's bytes; a folder's manifest hash if it has one, else its
-    file names and sizes (cheap enough for checkpoints and datasets)."""
+    file names and sizes (cheap enough for checkpoints and datasets), hidden files left out:
+    Snakemake stamps a folder output after its job, and the readers must see the writer's digest."""
     p = Path(path)
     if p.is_file():
         h = hashlib.sha256()
@@ -169,7 +170,10 @@ def path_digest(path: str | Path) -> str:
         return json.loads(manifest.read_text()).get("content_sha256") or path_digest(manifest)
     h = hashlib.sha256()
     for f in sorted(x for x in p.rglob("*") if x.is_file()):
-        h.update(f"{f.relative_to(p)}:{f.stat().st_size}".encode())
+        rel = f.relative_to(p)
+        if any(part.startswith(".") for part in rel.parts):  # Snakemake's .snakemake_timestamp, temp files
+            continue
+        h.update(f"{rel}:{f.stat().st_size}".encode())
     return h.hexdigest()
 
 
