@@ -141,6 +141,13 @@ def found_model(path: str | Path) -> tuple[str, str, dict[str, str]]:
         {"folder": project_path(p)}
 
 
+def records_name(path: str | Path) -> str:
+    """A benchmark's records as a dataset name, from their folder `<benchmark>/seed<seed>`:
+    "pope seed0" (evaluation), "pope seed1000" (the question-only baseline's fit)."""
+    p = Path(path)
+    return f"{p.parent.name} {p.name}"
+
+
 # -- what a job calls ------------------------------------------------------------------------------
 
 def use_dataset(run: Any, name: str, path: str | Path, context: str,

@@ -47,7 +47,7 @@ def _runs(cfg: dict, rule: str) -> list:
 
 def test_the_data_twin_and_training_jobs_chain(run) -> None:
     tmp, profile, cfg = run
-    lt, tok, twin, bench, student = (tmp / d for d in ("lt14k", "tokenizer", "twin", "pope", "student"))
+    lt, tok, twin, bench, student = (tmp / d for d in ("lt14k", "tokenizer", "twin", "pope/seed0", "student"))
     assert main(["build-lt14k", "--config", profile, "--out", str(lt), "--metrics", str(tmp / "lt.json")]) == 0
     manifest = json.loads((lt / "manifest.json").read_text())
     assert manifest["num_questions"] == 14 and json.loads((tmp / "lt.json").read_text())["num_questions"] == 14
@@ -80,7 +80,7 @@ def test_the_chain_s_datasets_and_models_link_its_runs(run) -> None:
     from ltopd.job_identity import content_hash
 
     tmp, profile, cfg = run
-    lt, twin, bench, student = (tmp / d for d in ("lt14k", "twin", "pope", "student"))
+    lt, twin, bench, student = (tmp / d for d in ("lt14k", "twin", "pope/seed0", "student"))
     assert main(["evaluate", "--config", profile, "--backbone", "qwen35-tiny", "--model", str(student), "--method",
                  "ltopd", "--seed", "0", "--benchmark", "pope", "--records", str(bench), "--budget", "0.05",
                  "--out-dir", str(tmp / "eval")]) == 0

@@ -7,7 +7,6 @@ Wired into ltopd.cli as the `table5` subcommand (add_parser + run):
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 # Used when a profile has no `efficiency` section (the schema's defaults should say the same); its
@@ -97,7 +96,7 @@ def measure(args: argparse.Namespace) -> int:
     from ltopd.efficiency.latency import Protocol
     from ltopd.efficiency.latency import measure as run_protocol
     from ltopd.grid import reduction_defaults
-    from ltopd.lineage import use_dataset, use_model
+    from ltopd.lineage import records_name, use_dataset, use_model
     from ltopd.models.loading import load_backbone
     from ltopd.tracking import job_run
 
@@ -115,8 +114,7 @@ def measure(args: argparse.Namespace) -> int:
         device = eff["device"] if eff["device"] != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
         backbone.model.to(device=device, dtype=dtype)
         records = load_saved(args.records)
-        folder = Path(args.records)  # <benchmark>/seed<seed>: the evaluation jobs' name for these records
-        use_dataset(run, f"{folder.parent.name} {folder.name}", folder, "efficiency", {"rows": len(records)})
+        use_dataset(run, records_name(args.records), args.records, "efficiency", {"rows": len(records)})
         model_id = use_model(run, args.model)  # the cost measured is the model's
         results = run_protocol(backbone, records, rows, protocol, floor=floor, seed=args.seed,
                                profile_flops=bool(eff["profile_flops"]))

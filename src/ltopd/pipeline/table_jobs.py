@@ -38,7 +38,7 @@ def table(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_file, write_json
     from ltopd.catalog import TABLES
     from ltopd.grid import reduction_defaults, table2_methods
-    from ltopd.lineage import use_dataset
+    from ltopd.lineage import records_name, use_dataset
     from ltopd.report import figures, grid_tables
     from ltopd.tracking import job_run
 
@@ -61,7 +61,7 @@ def table(args: argparse.Namespace) -> int:
             fit_paths[(bench, int(seed))] = path
     with job_run(settings, args.rule, {"table": args.table}, spec) as run:
         for (bench, seed), path in fit_paths.items():  # the question-only baseline is fitted on them
-            use_dataset(run, f"{bench} seed{seed}", path, "baseline-fit", {"rows": len(fit[(bench, seed)])})
+            use_dataset(run, records_name(path), path, "baseline-fit", {"rows": len(fit[(bench, seed)])})
         rows, notes = grid_tables.build(grid_tables.load_results(args.results), backbone, benchmarks, args.table,
                                         methods, predictions, fit, args.n_boot, args.boot_seed,
                                         pruned=reduction_defaults(spec).selector)  # the untrained student's row
