@@ -87,7 +87,7 @@ def test_release_is_deterministic_complete_and_checked(smoke_cfg_module, tmp_pat
     for m in models:
         assert (m.name, m.model_type) == ("qwen35-tiny (release)", "release")
         assert flatten({"recipe": one["recipe"]}).items() <= m.params.items()  # its recipe, in full
-        assert {x.key for x in client.get_logged_model(m.model_id).metrics} >= {"pope.margin_se", "vstar.margin_se"}
+        assert {x.key for x in client.get_logged_model(m.model_id).metrics} >= {"pope/margin_se", "vstar/margin_se"}
     assert set(one["gates"]["benchmarks"]) == {"vstar", "pope"}
     for g in one["gates"]["benchmarks"].values():
         assert g["n"] == 12 and g["passed"] == (g["margin_se"] >= 3.0)

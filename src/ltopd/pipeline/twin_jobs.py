@@ -92,9 +92,10 @@ def release_twin(args: argparse.Namespace) -> int:
 
     from ltopd.lineage import log_model
     from ltopd.models.loading import load_tokenizer
+    from ltopd.pipeline.spec import numbers
     from ltopd.progress import bar as progress_bar
     from ltopd.report import releases
-    from ltopd.tracking import flatten, job_run
+    from ltopd.tracking import job_run
     from ltopd.twins.build import CHECKPOINT_EVERY, build
 
     torch.set_num_threads(args.threads)
@@ -125,8 +126,8 @@ def release_twin(args: argparse.Namespace) -> int:
         # the release as a logged model of this run: its recipe, and its gates as its metrics
         model_id = log_model(run, f"{entry['twin']} (release)", args.out, "release",
                              {"backbone": args.backbone, "recipe": manifest["recipe"]})
-        run.log_metrics({k: float(v) for k, v in flatten(manifest["gates"]["benchmarks"]).items()
-                         if isinstance(v, (int, float)) and not isinstance(v, bool)}, model_id=model_id)
+        # (numbers, not flatten: flatten gives strings, so no gate reached MLflow before)
+        run.log_metrics(numbers(manifest["gates"]["benchmarks"]), model_id=model_id)
     cost, gates = manifest["pretraining"], manifest["gates"]
     print(f"{args.backbone} ({entry['twin']}): {cost['steps']} updates, {cost['wall_s'] / 60:.1f} min of pretraining "
           f"-> {args.out}")
