@@ -1,8 +1,10 @@
 """MLflow on SQLite: parallel writers lose nothing, runs carry tags/params/metrics/parent."""
 from __future__ import annotations
 
+import hashlib
 import multiprocessing as mp
 import os
+import time
 
 from ltopd import tracking
 
@@ -78,19 +80,26 @@ def test_flatten_and_digest(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "manifest.json").write_text('{"content_sha256": "h"}')
     assert tracking.path_digest(tmp_path / "d") == "h"
+    (tmp_path / "m").mkdir()  # a model folder: names and sizes, hidden files (Snakemake's stamp) left out
+    (tmp_path / "m" / "w.bin").write_bytes(b"abc")
+    before = tracking.path_digest(tmp_path / "m")
+    (tmp_path / "m" / ".snakemake_timestamp").write_text("")
+    assert tracking.path_digest(tmp_path / "m") == before == hashlib.sha256(b"w.bin:3").hexdigest()
 
 
 def test_run_names_put_what_differs_first():
     from ltopd.tracking import run_name
 
     assert run_name("evaluate", {"backbone": "qwen35-tiny", "method": "ltopd", "budget": "0.05",
-                                 "benchmark": "gqa", "seed": "0"}) == "ltopd@5% gqa s0 qwen35-tiny (evaluate)"
+                                 "benchmark": "gqa", "seed": "0"}) == "ltopd@5% qwen35-tiny gqa s0 (evaluate)"
     assert run_name("evaluate", {"backbone": "b", "method": "full", "budget": "1", "benchmark": "pope",
-                                 "seed": "2"}) == "full pope s2 b (evaluate)"
-    assert run_name("train", {"backbone": "b", "method": "sft", "seed": "1"}) == "sft s1 b (train)"
+                                 "seed": "2"}) == "full b pope s2 (evaluate)"
+    assert run_name("train", {"backbone": "b", "method": "sft", "seed": "1"}) == "sft b s1 (train)"
     assert run_name("evaluate", {"method": "ltopd", "budget": "1", "benchmark": "mme"}) == "ltopd@100% mme (evaluate)"
     assert run_name("build-bench", {"benchmark": "mme", "seed": "1000"}) == "mme s1000 (build-bench)"
     assert run_name("table2", {}) == "table2"
+    # the parent run: when it started, then what it is
+    assert tracking.pipeline_name(time.mktime((2026, 12, 6, 11, 5, 1, 0, 0, -1))) == "12-06 11:05:01 (pipeline)"
 
 
 def test_job_identity_is_logged_as_params(tmp_path):
@@ -133,8 +142,8 @@ def test_moved_project_keeps_its_artifacts_and_description(tmp_path):
     client.log_artifact(run.info.run_id, str(old / "table.csv"))
     shutil.move(old, tmp_path / "new")
     new = settings(tmp_path / "new")
-    assert relocate(new) == 1
-    assert relocate(new) == 0  # already here
+    assert relocate(new) == {"runs": 1, "models": 0}
+    assert relocate(new) == {"runs": 0, "models": 0}  # already here
     moved = MlflowClient(new.tracking_uri)
     assert moved.get_run(run.info.run_id).info.artifact_uri.startswith((tmp_path / "new" / "art").as_uri())
     got = moved.download_artifacts(run.info.run_id, "table.csv", str(tmp_path))

@@ -99,37 +99,43 @@ def ensure_experiment(s: Settings) -> str:
 def describe(s: Settings) -> str:
     """The experiment's description (the UI shows it above the runs)."""
     return (f"LT-OPD pipeline, `{s.profile}` profile. One run per job: run names read "
-            "`method@budget benchmark seed backbone (rule)`; method, budget, benchmark, seed and backbone are "
+            "`method@budget backbone benchmark seed (rule)`; method, budget, benchmark, seed and backbone are "
             "params too (filter with e.g. `tags.rule = \"evaluate\" and params.benchmark = \"gqa\"`), the "
             "official score is the metric "
             "`score`, and each table's CSV and markdown are artifacts of its `table2`/`study_table` run. "
-            "Every invocation of the pipeline is a parent run (`pipeline-<time>`): expand it (+) to see its jobs, "
-            "then the chart view compares them.")
+            "Every invocation of the pipeline is a parent run (`<date> <time> (pipeline)`): expand it (+) to see "
+            "its jobs, then the chart view compares them. A run's datasets (LT-14K, benchmark records) are its "
+            "dataset inputs; each twin, release and student is a logged model (Models tab) linked to the run "
+            "that made it, with the evaluations' scores as its metrics.")
 
 
-def relocate(s: Settings) -> int:
-    """After the project folder moved: point the experiment and its runs at this folder's
-    artifact root (MLflow stores absolute artifact URIs). SQLite backends only; returns the
-    number of runs rewritten."""
+def relocate(s: Settings) -> dict[str, int]:
+    """After the project folder moved or was copied: point the experiment, its runs and its logged
+    models at this folder's artifact root (MLflow stores absolute artifact URIs; dataset sources and
+    model folders are stored relative to the project, lineage.project_path). SQLite backends only;
+    returns how many runs and models were rewritten."""
+    done = {"runs": 0, "models": 0}
     if not s.tracking_uri.startswith("sqlite:///"):
-        return 0
+        return done
     import sqlite3
 
     db = Path(s.tracking_uri.removeprefix("sqlite:///"))
     if not db.is_file():
-        return 0
+        return done
     root = Path(s.artifact_root).resolve().as_uri()
     with contextlib.closing(sqlite3.connect(db)) as con, con:
         row = con.execute("SELECT experiment_id, artifact_location FROM experiments WHERE name = ?",
                           (s.experiment,)).fetchone()
         if row is None or row[1] == root:
-            return 0
+            return done
         exp_id, old = row
         con.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?", (root, exp_id))
-        cur = con.execute("UPDATE runs SET artifact_uri = ? || substr(artifact_uri, ?) "
-                          "WHERE experiment_id = ? AND substr(artifact_uri, 1, ?) = ?",
-                          (root, len(old) + 1, exp_id, len(old), old))
-        return cur.rowcount
+        for table, column, key in (("runs", "artifact_uri", "runs"), ("logged_models", "artifact_location", "models")):
+            if con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
+                done[key] = con.execute(f"UPDATE {table} SET {column} = ? || substr({column}, ?) "
+                                        f"WHERE experiment_id = ? AND substr({column}, 1, ?) = ?",
+                                        (root, len(old) + 1, exp_id, len(old), old)).rowcount
+    return done
 
 
 def git_tags(repo: str | Path = ".") -> dict[str, str]:
@@ -150,7 +156,8 @@ def git_tags(repo: str | Path = ".") -> dict[str, str]:
 
 def path_digest(path: str | Path) -> str:
     """Content digest of an input: a file's bytes; a folder's manifest hash if it has one, else its
-    file names and sizes (cheap enough for checkpoints and datasets)."""
+    file names and sizes (cheap enough for checkpoints and datasets), hidden files left out:
+    Snakemake stamps a folder output after its job, and the readers must see the writer's digest."""
     p = Path(path)
     if p.is_file():
         h = hashlib.sha256()
@@ -163,7 +170,10 @@ def path_digest(path: str | Path) -> str:
         return json.loads(manifest.read_text()).get("content_sha256") or path_digest(manifest)
     h = hashlib.sha256()
     for f in sorted(x for x in p.rglob("*") if x.is_file()):
-        h.update(f"{f.relative_to(p)}:{f.stat().st_size}".encode())
+        rel = f.relative_to(p)
+        if any(part.startswith(".") for part in rel.parts):  # Snakemake's .snakemake_timestamp, temp files
+            continue
+        h.update(f"{rel}:{f.stat().st_size}".encode())
     return h.hexdigest()
 
 
@@ -215,6 +225,12 @@ def close_stale_pipelines(s: Settings, exp_id: str) -> list[str]:
     return closed
 
 
+def pipeline_name(now: float | None = None) -> str:
+    """"12-06 11:05:01 (pipeline)": the parent run's name leads with when it started, which the
+    runs list shows before it cuts the name (the year is in its Created column)."""
+    return f"{time.strftime('%m-%d %H:%M:%S', time.localtime(now))} (pipeline)"
+
+
 def start_pipeline(s: Settings, config_file: str) -> str:
     """Create the parent run of this invocation and write its id where jobs will find it; first
     close the runs a killed invocation left RUNNING."""
@@ -228,7 +244,7 @@ def start_pipeline(s: Settings, config_file: str) -> str:
     owner = Owner.current()
     tags = {"profile": s.profile, "config_file": config_file, "kind": "pipeline", **git_tags(),
             **dict(zip(OWNER_TAGS, (str(owner.pid), repr(owner.created), owner.host)))}
-    run = _retry(lambda: client.create_run(exp_id, run_name=f"pipeline-{time.strftime('%Y%m%d-%H%M%S')}", tags=tags))
+    run = _retry(lambda: client.create_run(exp_id, run_name=pipeline_name(), tags=tags))
     write_json(s.parent_file, {"run_id": run.info.run_id, "experiment_id": exp_id})
     return run.info.run_id
 
@@ -243,17 +259,25 @@ def end_pipeline(s: Settings, ok: bool) -> None:
 class JobRun:
     """Handle given to a job: buffers metrics and writes them in batches."""
 
-    def __init__(self, client: Any, run_id: str, flush_every: int = 50) -> None:
-        self.client, self.run_id, self.flush_every = client, run_id, flush_every
+    def __init__(self, client: Any, run_id: str, experiment_id: str, flush_every: int = 50) -> None:
+        self.client, self.run_id, self.experiment_id, self.flush_every = client, run_id, experiment_id, flush_every
         self._buffer: list = []
 
-    def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
+    def log_metrics(self, metrics: dict[str, float], step: int = 0, model_id: str | None = None,
+                    dataset: Any = None) -> None:
+        """Buffer ``metrics``; with ``model_id`` they are the metrics of that logged model (its page
+        lists them), with ``dataset`` (name and digest: lineage.DatasetRef) measured on it."""
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        self._buffer += [Metric(k, float(v), now, step) for k, v in metrics.items()]
+        on = {"dataset_name": dataset.name, "dataset_digest": dataset.digest} if dataset else {}
+        self._buffer += [Metric(k, float(v), now, step, model_id=model_id, **on) for k, v in metrics.items()]
         if len(self._buffer) >= self.flush_every:
             self.flush()
+
+    def write(self, fn: Callable[[], T]) -> T:
+        """One call to the tracking store, retried while SQLite is locked (ltopd.lineage's writes)."""
+        return _retry(fn)
 
     def log_artifact(self, path: str | Path) -> None:
         self.client.log_artifact(self.run_id, str(path))
@@ -270,12 +294,13 @@ class JobRun:
                 _retry(lambda i=i: self.client.log_batch(self.run_id, metrics=buf[i:i + 1000]))
 
 
-# Run-name order: what tells two runs of one rule apart comes first (the UI truncates names).
-NAME_ORDER = ("method", "budget", "benchmark", "table", "seed", "backbone")
+# Run-name order: what tells two runs of one rule apart comes first (the UI truncates names). The
+# README's comparison filters one benchmark, so the backbone comes before it.
+NAME_ORDER = ("method", "budget", "backbone", "benchmark", "table", "seed")
 
 
 def run_name(rule: str, wildcards: dict[str, str]) -> str:
-    """"ltopd@5% gqa s0 qwen35-tiny (evaluate)": method and budget, benchmark, seed, backbone,
+    """"ltopd@5% qwen35-tiny gqa s0 (evaluate)": method and budget, backbone, benchmark, seed,
     any other wildcard, then the rule; "full" without a budget."""
     parts, rest = [], dict(wildcards)
     method, budget = rest.pop("method", None), rest.pop("budget", None)
@@ -309,7 +334,7 @@ def job_run(s: Settings, rule: str, wildcards: dict[str, str], params: dict[str,
         if Path(p).exists():
             tags[f"input.{name}.sha256"] = path_digest(p)
     run = _retry(lambda: client.create_run(exp_id, run_name=run_name(rule, wildcards), tags=tags))
-    handle = JobRun(client, run.info.run_id)
+    handle = JobRun(client, run.info.run_id, exp_id)
     # the job's identity as params too, so the UI can filter, group and compare by them
     flat = [Param(k, str(v)) for k, v in wildcards.items()]
     flat += [Param(k, v[:6000]) for k, v in flatten(params).items() if k not in wildcards]

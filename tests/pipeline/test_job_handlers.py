@@ -47,7 +47,7 @@ def _runs(cfg: dict, rule: str) -> list:
 
 def test_the_data_twin_and_training_jobs_chain(run) -> None:
     tmp, profile, cfg = run
-    lt, tok, twin, bench, student = (tmp / d for d in ("lt14k", "tokenizer", "twin", "pope", "student"))
+    lt, tok, twin, bench, student = (tmp / d for d in ("lt14k", "tokenizer", "twin", "pope/seed0", "student"))
     assert main(["build-lt14k", "--config", profile, "--out", str(lt), "--metrics", str(tmp / "lt.json")]) == 0
     manifest = json.loads((lt / "manifest.json").read_text())
     assert manifest["num_questions"] == 14 and json.loads((tmp / "lt.json").read_text())["num_questions"] == 14
@@ -73,10 +73,55 @@ def test_the_data_twin_and_training_jobs_chain(run) -> None:
         assert len(_runs(cfg, rule)) == 1, rule
 
 
+def test_the_chain_s_datasets_and_models_link_its_runs(run) -> None:
+    """LT-14K and the records are dataset inputs (digest: the content hash), the twin and the
+    student logged models of the runs that made them, and the evaluation's score a metric of the
+    student, measured on the records."""
+    from ltopd.job_identity import content_hash
+
+    tmp, profile, cfg = run
+    lt, twin, bench, student = (tmp / d for d in ("lt14k", "twin", "pope/seed0", "student"))
+    assert main(["evaluate", "--config", profile, "--backbone", "qwen35-tiny", "--model", str(student), "--method",
+                 "ltopd", "--seed", "0", "--benchmark", "pope", "--records", str(bench), "--budget", "0.05",
+                 "--out-dir", str(tmp / "eval")]) == 0
+    client = mlflow.MlflowClient(cfg["mlflow"]["tracking_uri"])
+    train, made_twin, evaluation = (client.get_run(_runs(cfg, rule)[0].info.run_id)
+                                    for rule in ("train", "pretrain-twin", "evaluate"))
+
+    (data,) = train.inputs.dataset_inputs
+    manifest = json.loads((lt / "manifest.json").read_text())
+    assert (data.dataset.name, data.dataset.digest) == ("lt14k", manifest["content_sha256"][:36])
+    assert json.loads(data.dataset.source) == {"uri": str(lt)}  # outside the working directory: absolute
+    assert json.loads(data.dataset.profile) == {"rows": 14, "sha256": manifest["content_sha256"]}
+    assert {t.key: t.value for t in data.tags} == {"mlflow.data.context": "training"}
+
+    (twin_out,) = made_twin.outputs.model_outputs
+    twin_model = client.get_logged_model(twin_out.model_id)
+    assert twin_model.source_run_id == made_twin.info.run_id and twin_model.name == "qwen35-tiny (twin)"
+    assert twin_model.tags["folder"] == str(twin) and twin_model.tags["mlflow.model.isExternal"] == "true"
+    assert [m.model_id for m in train.inputs.model_inputs] == [twin_model.model_id]  # the student's start
+    (student_out,) = train.outputs.model_outputs
+    model = client.get_logged_model(student_out.model_id)
+    assert (model.name, model.source_run_id, model.model_type) == ("ltopd qwen35-tiny s0 (student)",
+                                                                   train.info.run_id, "student")
+    assert model.params["method"] == "ltopd" and model.params["budget"] == "0.05"
+    assert model.params["training.lr.lm"] == train.data.params["training.lr.lm"] == "0.0001"  # its settings
+    assert not any(p.name.endswith(".safetensors") for p in (tmp / "art").rglob("*"))  # weights stay put
+
+    assert [m.model_id for m in evaluation.inputs.model_inputs] == [model.model_id]
+    (records,) = evaluation.inputs.dataset_inputs
+    assert (records.dataset.name, records.dataset.digest) == ("pope seed0", content_hash(bench)[:36])
+    score = json.loads((tmp / "eval" / "metrics.json").read_text())["score"]
+    linked = {(m.key, m.run_id): m for m in client.get_logged_model(model.model_id).metrics}
+    assert linked[("score", evaluation.info.run_id)].value == score
+    assert linked[("score", evaluation.info.run_id)].dataset_name == "pope seed0"
+    assert ("last_loss", train.info.run_id) in linked  # the training summary
+
+
 def test_dvc_yaml_and_mlflow_relocate(run, capsys) -> None:
     tmp, profile, cfg = run
     out = tmp / "dvc.yaml"
     assert main(["dvc-yaml", "--config", profile, "--out", str(out)]) == 0
     assert {"lt14k", "twins", "table2"} <= set(yaml.safe_load(out.read_text())["stages"])
     assert main(["mlflow-relocate", "--config", profile]) == 0
-    assert "runs now read artifacts from" in capsys.readouterr().out
+    assert "logged models now read artifacts from" in capsys.readouterr().out

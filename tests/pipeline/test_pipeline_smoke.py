@@ -156,6 +156,10 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
                   and r.data.tags["wildcard.method"] == "cdpruner"
                   and r.data.tags["wildcard.backbone"] == "qwen35-tiny"]
         assert run.data.metrics["score"] == metrics["score"]
+    (table2,) = client.search_runs([exp.experiment_id], "tags.rule = 'table2'")
+    assert {"table2.csv", "table2.md", "table2.json"} <= {a.path for a in client.list_artifacts(table2.info.run_id)}
+    fitted = client.get_run(table2.info.run_id).inputs.dataset_inputs  # the question-only baseline's records
+    assert {d.dataset.name for d in fitted} == {f"{b} seed1000" for b in cfg["grid"]["benchmarks"]}
 
 
 def test_dvc_reads_every_metric_and_its_plots_need_no_network(snake_run):
@@ -218,6 +222,23 @@ def test_ltopd_trains_and_its_student_is_evaluated(snake_run):
     for key in ("loss", "grad_norm", "lr_lm", "lr_vision", "tail_mass_student", "tail_mass_teacher",
                 "support_size", "mean_response_len", "rollout_tokens_per_s", "scoring_tokens_per_s"):
         assert key in run.data.metrics, key
+
+    # MLflow's lineage: LT-14K in, the student out as a logged model that its evaluations score
+    train = client.get_run(run.info.run_id)
+    (data,) = train.inputs.dataset_inputs
+    lt14k = json.loads((out / "data" / "lt14k" / "manifest.json").read_text())["content_sha256"]
+    assert (data.dataset.name, data.dataset.digest) == ("lt14k", lt14k[:36])
+    assert json.loads(data.dataset.source) == {"uri": "runs/smoke/data/lt14k"}  # relative to the project
+    (made,) = train.outputs.model_outputs
+    student = client.get_logged_model(made.model_id)
+    assert student.source_run_id == run.info.run_id
+    assert student.tags["folder"] == "runs/smoke/models/students/qwen35-tiny/ltopd/seed0"
+    (twin,) = client.get_run(run.info.run_id).inputs.model_inputs  # it started from the twin
+    assert client.get_logged_model(twin.model_id).name == "qwen35-tiny (twin)"
+    evals = client.search_runs([exp.experiment_id], "tags.rule = 'evaluate' and tags.`wildcard.method` = 'ltopd' "
+                               "and tags.`wildcard.backbone` = 'qwen35-tiny'")
+    assert evals and {e.info.run_id: e.data.metrics["score"] for e in evals} == {
+        m.run_id: m.value for m in student.metrics if m.key == "score"}
 
 
 def test_table7_compares_the_teachers_beside_the_papers(snake_run):

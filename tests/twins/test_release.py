@@ -73,6 +73,21 @@ def test_release_is_deterministic_complete_and_checked(smoke_cfg_module, tmp_pat
     one, two = verify_weights(first), verify_weights(second)
     assert one["weights_sha256"] == two["weights_sha256"]  # same recipe and seed: identical weights
     assert one["gates"] == two["gates"]
+
+    from mlflow.tracking import MlflowClient  # each release: a logged model of the run that built it
+
+    from ltopd.tracking import flatten
+
+    client = MlflowClient(cfg["mlflow"]["tracking_uri"])
+    exp = client.get_experiment_by_name("t").experiment_id
+    built = {r.info.run_id for r in client.search_runs([exp], "tags.rule = 'release-twin'")}
+    models = client.search_logged_models([exp])
+    assert {m.tags["folder"] for m in models} == {str(first), str(second)}
+    assert {m.source_run_id for m in models} == built and len(built) == 2
+    for m in models:
+        assert (m.name, m.model_type) == ("qwen35-tiny (release)", "release")
+        assert flatten({"recipe": one["recipe"]}).items() <= m.params.items()  # its recipe, in full
+        assert {x.key for x in client.get_logged_model(m.model_id).metrics} >= {"pope/margin_se", "vstar/margin_se"}
     assert set(one["gates"]["benchmarks"]) == {"vstar", "pope"}
     for g in one["gates"]["benchmarks"].values():
         assert g["n"] == 12 and g["passed"] == (g["margin_se"] >= 3.0)

@@ -96,6 +96,7 @@ def measure(args: argparse.Namespace) -> int:
     from ltopd.efficiency.latency import Protocol
     from ltopd.efficiency.latency import measure as run_protocol
     from ltopd.grid import reduction_defaults
+    from ltopd.lineage import records_name, use_dataset, use_model
     from ltopd.models.loading import load_backbone
     from ltopd.tracking import job_run
 
@@ -113,6 +114,8 @@ def measure(args: argparse.Namespace) -> int:
         device = eff["device"] if eff["device"] != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
         backbone.model.to(device=device, dtype=dtype)
         records = load_saved(args.records)
+        use_dataset(run, records_name(args.records), args.records, "efficiency", {"rows": len(records)})
+        model_id = use_model(run, args.model)  # the cost measured is the model's
         results = run_protocol(backbone, records, rows, protocol, floor=floor, seed=args.seed,
                                profile_flops=bool(eff["profile_flops"]))
         arch = TextArch.from_config(backbone.model.config, name=args.backbone)
@@ -125,7 +128,7 @@ def measure(args: argparse.Namespace) -> int:
             d["analytic_kv_bytes"] = kv_cache(arch, r.prefill_tokens, element).kv_bytes
             out.append(d)
             run.log_metrics({f"{r.method.name}/latency_ms": r.latency_ms, f"{r.method.name}/kv_bytes": r.kv_bytes,
-                             f"{r.method.name}/prefill_tokens": r.prefill_tokens})
+                             f"{r.method.name}/prefill_tokens": r.prefill_tokens}, model_id=model_id)
         write_json(args.out, {"backbone": args.backbone, "model": args.model, "device": str(device),
                               "dtype": eff["dtype"], "budget": args.budget, "floor": floor,
                               "protocol": protocol.__dict__, "arch": {k: v for k, v in arch.__dict__.items()

@@ -80,13 +80,18 @@ def write_setting(out: Path, rows: list[dict[str, Any]], metrics: dict[str, Any]
     """predictions.jsonl, then its MLflow run, then metrics.json last (the file Snakemake and the
     tables wait for), each written atomically."""
     from ltopd.atomic import atomic_file, write_json
+    from ltopd.lineage import records_name, use_dataset, use_model
     from ltopd.pipeline.spec import numbers
     from ltopd.tracking import job_run
 
     with atomic_file(out / "predictions.jsonl") as fh:
         fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     with job_run(settings, rule, {k: str(v) for k, v in key.items()}, spec, inputs=inputs) as run:
-        run.log_metrics({k: float(v) for k, v in numbers(metrics).items()})
+        # the score is the evaluated model's, on these records: its logged model's page lists it
+        records = use_dataset(run, records_name(inputs["records"]), inputs["records"], "evaluation",
+                              {"rows": len(rows)})
+        run.log_metrics({k: float(v) for k, v in numbers(metrics).items()}, model_id=use_model(run, inputs["model"]),
+                        dataset=records)
         run.log_artifact(out / "predictions.jsonl")
     write_json(out / "metrics.json", metrics)
     return metrics

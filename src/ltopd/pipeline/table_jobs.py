@@ -39,6 +39,7 @@ def table(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_file, write_json
     from ltopd.catalog import TABLES
     from ltopd.grid import reduction_defaults, table2_methods
+    from ltopd.lineage import records_name, use_dataset
     from ltopd.report import dvc_metrics, figures, grid_tables
     from ltopd.tracking import job_run
 
@@ -46,6 +47,7 @@ def table(args: argparse.Namespace) -> int:
     backbone, benchmarks = spec["grid"]["backbones"][0], spec["grid"]["benchmarks"]
     methods = TABLES[args.table].methods or table2_methods(spec)  # Table 2: the grid's, but ablation variants
     predictions = fit = None
+    fit_paths: dict[tuple[str, int], str] = {}
     if args.predictions:  # Table 2's gates, out-of-sample question-only baseline and bootstrap intervals
         from ltopd.bench.suites.baseline import load_fit_records
 
@@ -57,7 +59,10 @@ def table(args: argparse.Namespace) -> int:
             if not (sep and colon and seed.isdigit() and path):
                 raise SystemExit(f"--fit-records {item!r}: expected BENCHMARK:SEED=PATH")
             fit[(bench, int(seed))] = load_fit_records(path)
+            fit_paths[(bench, int(seed))] = path
     with job_run(settings, args.rule, {"table": args.table}, spec) as run:
+        for (bench, seed), path in fit_paths.items():  # the question-only baseline is fitted on them
+            use_dataset(run, records_name(path), path, "baseline-fit", {"rows": len(fit[(bench, seed)])})
         rows, notes = grid_tables.build(grid_tables.load_results(args.results), backbone, benchmarks, args.table,
                                         methods, predictions, fit, args.n_boot, args.boot_seed,
                                         pruned=reduction_defaults(spec).selector)  # the untrained student's row
@@ -65,6 +70,7 @@ def table(args: argparse.Namespace) -> int:
             fh.write(grid_tables.to_csv(rows, benchmarks))
         if args.json:
             write_json(args.json, dvc_metrics.table2_metrics(rows))
+            run.log_artifact(args.json)
         md = grid_tables.to_markdown(rows, benchmarks, notes)
         with atomic_file(args.markdown) as fh:
             fh.write(f"# {TABLES[args.table].title} ({spec['profile']} profile)\n\n" + md)

@@ -51,7 +51,9 @@ def mlflow_relocate(args: argparse.Namespace) -> int:
     from ltopd.tracking import Settings, relocate
 
     settings = Settings.from_config(config_mod.load(args.config))
-    print(f"{settings.tracking_uri}: {relocate(settings)} runs now read artifacts from {settings.artifact_root}")
+    done = relocate(settings)
+    print(f"{settings.tracking_uri}: {done['runs']} runs and {done['models']} logged models now read artifacts "
+          f"from {settings.artifact_root}")
     return 0
 
 

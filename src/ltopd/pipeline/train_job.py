@@ -43,7 +43,9 @@ def train(args: argparse.Namespace) -> int:
     import torch
 
     from ltopd.atomic import write_json
+    from ltopd.lineage import log_model, use_dataset, use_model
     from ltopd.models.loading import save_backbone
+    from ltopd.pipeline.spec import numbers
     from ltopd.progress import bar as progress_bar
     from ltopd.tracking import job_run
     from ltopd.train import job
@@ -53,12 +55,16 @@ def train(args: argparse.Namespace) -> int:
     section = method_spec(args.method).section  # rl / epic: the family's own hyperparameters
     spec, settings = _job_inputs(args, ("training", "reduction"), optional=tuple(SECTIONS.values()))
     key = {"backbone": args.backbone, "method": args.method, "seed": str(args.seed)}
-    batches = json.loads((Path(args.data) / "manifest.json").read_text())["num_batches"]
+    manifest = json.loads((Path(args.data) / "manifest.json").read_text())
+    batches = manifest["num_batches"]
     steps = job.total_updates(spec["training"], batches)
     main = int(os.environ.get("RANK", "0")) == 0  # under `accelerate launch`, rank 0 logs and writes
     tracked = job_run(settings, args.rule, key, spec, inputs={"model": args.model, "lt14k": args.data}) if main \
         else contextlib.nullcontext(NoRun())
     with tracked as run, progress_bar(steps, f"train {args.method}", "update", enabled=main) as bar:
+        if main:  # what the student learns from: LT-14K and the model it starts from
+            use_dataset(run, "lt14k", args.data, "training", {"rows": manifest["num_questions"]})
+            use_model(run, args.model)
         def on_step(log: Any) -> None:
             run.log_metrics(log.metrics, step=log.step)
             bar.set_postfix(loss=f"{log.metrics['loss']:.4f}", r=f"{log.metrics['keep_ratio']:.3f}", refresh=False)
@@ -80,6 +86,10 @@ def train(args: argparse.Namespace) -> int:
         if not main:
             return 0
         save_backbone(student, args.out)
+        # the student as a logged model of this run: its identity and settings, its training summary
+        model_id = log_model(run, f"{args.method} {args.backbone} s{args.seed} (student)", args.out, "student",
+                             {**key, "budget": args.budget, "start_model": args.model, **spec})
+        run.log_metrics(numbers(summary), model_id=model_id)
         write_json(args.metrics, summary)
     print(f"{args.method} on {args.backbone} (seed {args.seed}): {total} updates to budget {args.budget:g}, "
           f"{ran} run now; last loss {summary.get('last_loss', float('nan')):.4f} -> {args.out}")

@@ -48,6 +48,7 @@ def pretrain_twin(args: argparse.Namespace) -> int:
     import torch
 
     from ltopd.atomic import write_json
+    from ltopd.lineage import log_model
     from ltopd.models.loading import load_tokenizer, save_backbone
     from ltopd.progress import bar as progress_bar
     from ltopd.tracking import flatten, job_run
@@ -73,7 +74,8 @@ def pretrain_twin(args: argparse.Namespace) -> int:
                                          spec["backbones"][args.backbone].get("lr_scale", 1.0), on_step=on_step)
         save_backbone(backbone, args.out)
         flat = {k: float(v) for k, v in flatten(metrics).items()}
-        run.log_metrics(flat)
+        model_id = log_model(run, f"{args.backbone} (twin)", args.out, "twin", {"backbone": args.backbone, **spec})
+        run.log_metrics(flat, model_id=model_id)  # its held-out probe: the twin's own metrics
         write_json(args.metrics, metrics)
     ratio = spec["pretrain"]["heldout"]["ratio"]
     print(f"{args.backbone} ({twin}, {metrics['parameters']:,} parameters): {metrics['steps']} updates in "
@@ -88,10 +90,12 @@ def pretrain_twin(args: argparse.Namespace) -> int:
 def release_twin(args: argparse.Namespace) -> int:
     import torch
 
+    from ltopd.lineage import log_model
     from ltopd.models.loading import load_tokenizer
+    from ltopd.pipeline.spec import numbers
     from ltopd.progress import bar as progress_bar
     from ltopd.report import releases
-    from ltopd.tracking import flatten, job_run
+    from ltopd.tracking import job_run
     from ltopd.twins.build import CHECKPOINT_EVERY, build
 
     torch.set_num_threads(args.threads)
@@ -119,8 +123,11 @@ def release_twin(args: argparse.Namespace) -> int:
 
         every = spec["pretrain"].get("checkpoint_every", CHECKPOINT_EVERY)
         manifest = build(spec, args.backbone, tokenizer, args.state, args.out, on_step=on_step, checkpoint_every=every)
-        run.log_metrics({k: float(v) for k, v in flatten(manifest["gates"]["benchmarks"]).items()
-                         if isinstance(v, (int, float)) and not isinstance(v, bool)})
+        # the release as a logged model of this run: its recipe, and its gates as its metrics
+        model_id = log_model(run, f"{entry['twin']} (release)", args.out, "release",
+                             {"backbone": args.backbone, "recipe": manifest["recipe"]})
+        # (numbers, not flatten: flatten gives strings, so no gate reached MLflow before)
+        run.log_metrics(numbers(manifest["gates"]["benchmarks"]), model_id=model_id)
     cost, gates = manifest["pretraining"], manifest["gates"]
     print(f"{args.backbone} ({entry['twin']}): {cost['steps']} updates, {cost['wall_s'] / 60:.1f} min of pretraining "
           f"-> {args.out}")

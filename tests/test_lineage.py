@@ -1,0 +1,139 @@
+"""MLflow datasets and logged models on a real SQLite store: what a job read and made links to its
+run; a model made elsewhere is registered once; a moved project is relocated by one command."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from mlflow.tracking import MlflowClient
+from tests.conftest import local_profile
+
+from ltopd import lineage, tracking
+
+
+def _settings(root: Path) -> tracking.Settings:
+    return tracking.Settings("sqlite:///m.db", "e", "art", str(root / "parent.json"), "p")
+
+
+def _release(folder: Path, weights: bytes) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model.safetensors").write_bytes(weights)
+    (folder / "manifest.json").write_text(json.dumps({
+        "twin": "tiny", "recipe": {"pretrain": {"steps": 3}}, "rebuild": "snakemake release_twins",
+        "weights_sha256": {"model.safetensors": hashlib.sha256(weights).hexdigest()}}))
+
+
+def test_a_model_made_elsewhere_is_registered_once_per_weights(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    s = _settings(tmp_path)
+    _release(tmp_path / "releases" / "tiny", b"w1")
+    ids = []
+    for _ in range(2):
+        with tracking.job_run(s, "evaluate", {"method": "full"}, {}) as run:
+            ids.append(lineage.use_model(run, "releases/tiny"))
+    assert ids[0] == ids[1]  # found, not registered again
+    client = MlflowClient(s.tracking_uri)
+    model = client.get_logged_model(ids[0])
+    assert (model.name, model.model_type, model.source_run_id) == ("tiny (release)", "release", None)
+    assert model.params == {"recipe.pretrain.steps": "3", "rebuild": "snakemake release_twins"}
+    assert model.tags["folder"] == "releases/tiny"  # relative to the project: survives a move
+
+    _release(tmp_path / "releases" / "tiny", b"w2")  # rebuilt: other weights, another model
+    with tracking.job_run(s, "evaluate", {"method": "full"}, {}) as run:
+        assert lineage.use_model(run, "releases/tiny") not in ids
+
+
+def test_a_model_made_by_a_run_is_found_by_the_runs_that_read_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    s = _settings(tmp_path)
+    (tmp_path / "student").mkdir()
+    (tmp_path / "student" / "model.safetensors").write_bytes(b"abc")
+    with tracking.job_run(s, "train", {"method": "sft"}, {}) as run:
+        made = lineage.log_model(run, "sft b s0 (student)", "student", "student", {"training": {"lr": 0.1}})
+        run.log_metrics({"last_loss": 0.25}, model_id=made)
+        maker = run.run_id
+    (tmp_path / "student" / ".snakemake_timestamp").write_text("")  # Snakemake stamps a folder output after its job
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "data.arrow").write_bytes(b"rows")
+    with tracking.job_run(s, "evaluate", {"method": "sft"}, {}) as run:
+        ref = lineage.use_dataset(run, "pope seed0", "records", "evaluation", {"rows": 1})
+        assert lineage.use_model(run, "student") == made
+        run.log_metrics({"score": 60.0}, model_id=made, dataset=ref)
+        reader = run.run_id
+    client = MlflowClient(s.tracking_uri)
+    model = client.get_logged_model(made)
+    assert model.source_run_id == maker and model.params == {"training.lr": "0.1"}
+    assert {(m.key, m.value, m.run_id, m.dataset_name) for m in model.metrics} == {
+        ("last_loss", 0.25, maker, None), ("score", 60.0, reader, "pope seed0")}
+    # the records' digest: sha256 over "name\0sha256(content)\n" per file (job_identity.content_hash)
+    whole = hashlib.sha256(f"data.arrow\0{hashlib.sha256(b'rows').hexdigest()}\n".encode()).hexdigest()
+    (entry,) = client.get_run(reader).inputs.dataset_inputs
+    assert (entry.dataset.digest, json.loads(entry.dataset.source)) == (whole[:36], {"uri": "records"})
+    assert json.loads(entry.dataset.profile) == {"rows": 1, "sha256": whole}
+    assert entry.dataset.source_type == "local"
+
+
+# What a user does in the moved project, each in a process of its own (as after a move: MLflow
+# caches the store's connection and artifact locations within a process).
+_RELOCATE = "from ltopd.cli import main; raise SystemExit(main(['mlflow-relocate', '--config', 'profile.yaml']))"
+_READ_BACK = """
+import json, sys
+from pathlib import Path
+from mlflow.artifacts import download_artifacts
+from mlflow.tracking import MlflowClient
+from ltopd import lineage, tracking
+run_id, model_id = sys.argv[1:3]
+client = MlflowClient("sqlite:///mlruns.db")
+table = Path(client.download_artifacts(run_id, "table.csv", "."))
+location = client.get_logged_model(model_id).artifact_location
+mlmodel = Path(download_artifacts(artifact_uri=location + "/MLmodel", dst_path="."))
+with tracking.job_run(tracking.Settings("sqlite:///mlruns.db", "t", "art", "p.json", "p"), "evaluate", {}, {}) as run:
+    found = lineage.use_model(run, "student")
+print(json.dumps({"table": table.read_text(), "location": location, "external": "isExternal" in mlmodel.read_text(),
+                  "found": found}))
+"""
+
+
+def _python(code: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+
+
+def test_mlflow_relocate_after_the_project_moved(tmp_path, monkeypatch):
+    """The documented command: `ltopd mlflow-relocate --config PROFILE` in the moved folder."""
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    path, cfg = local_profile(old)
+    cfg["out_root"] = "run"
+    cfg["mlflow"] = {"tracking_uri": "sqlite:///mlruns.db", "experiment": "t", "artifact_root": "art"}
+    path.write_text(yaml.safe_dump(cfg))
+    monkeypatch.chdir(old)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)  # the profile's store, not another test's
+    s = tracking.Settings.from_config(cfg)
+    (old / "table.csv").write_text("a,b\n1,2\n")
+    (old / "student").mkdir()
+    (old / "student" / "model.safetensors").write_bytes(b"abc")
+    with tracking.job_run(s, "table2", {}, {}) as run:
+        run.log_artifact(old / "table.csv")
+        made = lineage.log_model(run, "m (student)", "student", "student", {})
+        run_id = run.run_id
+    shutil.move(old, new)
+    stale = _python(_READ_BACK, new, run_id, made)
+    assert "Failed to download artifacts from path 'table.csv'" in stale.stderr  # the store names the old folder
+
+    done = _python(_RELOCATE, new)
+    assert done.returncode == 0, done.stderr
+    assert "1 runs and 1 logged models now read artifacts from art" in done.stdout
+    back = _python(_READ_BACK, new, run_id, made)
+    assert back.returncode == 0, back.stderr
+    got = json.loads(back.stdout.splitlines()[-1])
+    assert got["table"] == "a,b\n1,2\n" and got["external"]
+    assert got["location"].startswith((new / "art").as_uri())
+    assert got["found"] == made  # the model's folder is named relative to the project
+    assert "0 runs and 0 logged models" in _python(_RELOCATE, new).stdout  # already here
