@@ -347,7 +347,7 @@ def test_gated_table_files() -> None:
                      r"pass \(\+[\d.]+ SE\) \| fail \(\+[\d.]+ SE\) \|  \|", md)
 
 
-def test_loyalty_columns_by_hand() -> None:
+def test_loyalty_columns_by_hand(tmp_path) -> None:
     """_evidence's items per seed, residue r = (i + seed) % 10 of item i (8 items per residue):
     GQA full tokens right for r < 9 (else "zz"), CDPruner for r < 5, LT-OPD for r < 7; V*Bench the
     same replies for every method. CDPruner: same answer for r < 5 (both right) and r = 9 (both
@@ -368,6 +368,10 @@ def test_loyalty_columns_by_hand() -> None:
     assert [parsed[("ours", "full")][c] for c in cols[:4]] == ["100.00", "320", "0", "0"]
     assert parsed[("baseline", "question_only")]["loyalty"] == "" and parsed[("paper", "ltopd")]["loyalty"] == ""
     assert any(n.startswith("loyalty (CSV)") for n in notes)
+    figures.retain_vs_budget(rows, tmp_path / "f.png", "t")  # with the loyalty panel beside the retain one
+    from PIL import Image
+
+    assert Image.open(tmp_path / "f.png").size == (1620, 720)  # three panels: 13.5 x 6 in at 120 dpi
 
 
 def test_no_benchmark_passing_the_gate_leaves_the_average_undefined() -> None:
