@@ -15,14 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-MethodKind = Literal["reference", "selector", "trained"]
+MethodKind = Literal["reference", "selector", "resize", "trained"]
 
 
 @dataclass(frozen=True)
 class Method:
     """A row of the tables. ``kind``: "reference" is evaluated once, unreduced (full tokens; with
     ``images`` False, none: the blind twin); "selector" reduces at each
-    budget of the grid by itself (a registered selector of ltopd.selectors); "trained" trains the
+    budget of the grid by itself (a registered selector of ltopd.selectors); "resize" runs at each
+    budget too, with no selector: the image itself resized to the budget's token count
+    (ltopd.models.downsample, VTC-Bench's downsampling control); "trained" trains the
     student at the grid's smallest budget (ltopd.train.methods.TRAINED holds its recipe) and is
     evaluated there with the profile's ``training.selector``. ``images`` False: the model is asked
     without the items' images (the blind twin, a baseline of the gates, not a point of any
@@ -91,6 +93,7 @@ METHODS: dict[str, Method] = _index(
     Method("hiprune", "HiPrune", "selector"),
     Method("random", "Random", "selector"),
     Method("uniform", "Uniform", "selector"),
+    Method("downsample", "Downsampling (resize)", "resize"),
     Method("sft", "SFT", "trained"),
     Method("sft_curriculum", "SFT + curriculum", "trained"),
     Method("llava_mini", "LLaVA-Mini", "trained"),

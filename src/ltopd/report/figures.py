@@ -68,7 +68,7 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
             spread = (y - ci.lo, ci.hi - y) if ci is not None else (r["avg_retain"].sd, r["avg_retain"].sd)
             lo.append(max(spread[0], 0.0))
             hi.append(max(spread[1], 0.0))
-        style = "-" if method in METHODS and METHODS[method].kind == "selector" else "none"
+        style = "-" if method in METHODS and METHODS[method].kind in ("selector", "resize") else "none"
         # tab20: the default cycle repeats after ten, and Table 2 plots up to seventeen methods
         line = ax.errorbar(xs, ys, yerr=[lo, hi], marker=markers[j % len(markers)], linestyle=style, capsize=2,
                            ms=4, lw=1, label=display_name(method), color=palette(j % palette.N))
