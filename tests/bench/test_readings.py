@@ -55,7 +55,8 @@ def test_every_catalog_benchmark_has_one_reader():
     ("mmmu", "I pick (C)", {"answer": "C", "options": COLORS, "question_type": "multiple-choice"},
      Reading("C", True)),
     ("mmmu", "", {"answer": "C", "options": COLORS, "question_type": "multiple-choice"}, Reading(None, None)),
-    ("mmmu", "so the answer is 3.50", {"answer": "3.5", "question_type": "open"}, Reading((3.5,), True)),  # "3.50" read as the number 3.5, once
+    # "3.50": the tail after "is " and the number in it, both 3.5, kept once
+    ("mmmu", "so the answer is 3.50", {"answer": "3.5", "question_type": "open"}, Reading((3.5,), True)),
 ])
 def test_hand_read_replies(benchmark, prediction, extra, expected):
     extra = dict(extra)

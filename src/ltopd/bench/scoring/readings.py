@@ -100,7 +100,8 @@ def read_textvqa(record: dict) -> Reading:
     reply = prediction_text(record)
     if not reply:
         return Reading(None, False)
-    return Reading(normalize_vqa_answer(reply), vqa_soft_accuracy(reply, [str(a) for a in field(record, "answers")]) > 0)
+    credit = vqa_soft_accuracy(reply, [str(a) for a in field(record, "answers")])
+    return Reading(normalize_vqa_answer(reply), credit > 0)
 
 
 def read_ocrbench(record: dict) -> Reading:
