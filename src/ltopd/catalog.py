@@ -148,6 +148,7 @@ TABLES: dict[str, Table] = _index(
     Table("figure4", "Figure 4: compression-gap recovery", "study", _RL_STUDY),
     Table("table5", "Table 5: efficiency", "efficiency"),
     Table("figure1_right", "Figure 1 (right): FLOPs ratio vs average retain ratio", "efficiency"),
+    Table("figure_pareto", "Average retain ratio vs measured cost, the Pareto front", "efficiency"),
 )
 
 

@@ -327,9 +327,19 @@ def efficiency_backbones(cfg: dict[str, Any]) -> list[str]:
 
 
 def table5_targets(cfg: dict[str, Any]) -> list[str]:
-    """Table 5 (efficiency), for profiles with an `efficiency` section."""
+    """Table 5 (efficiency), for profiles with an `efficiency` section, and the retain vs measured
+    cost Pareto figure where Table 5 measures Table 2's backbone."""
     p = paths(cfg)
-    return [p["table5"], p["table5_md"]] if cfg.get("efficiency") else []
+    if not cfg.get("efficiency"):
+        return []
+    pareto = [p["table"].format(table="figure_pareto"), p["figure"].format(figure="figure_pareto")]
+    return [p["table5"], p["table5_md"]] + (pareto if pareto_backbone(cfg) else [])
+
+
+def pareto_backbone(cfg: dict[str, Any]) -> str | None:
+    """Table 2's backbone when Table 5 measures it (the Pareto figure's), else None."""
+    first = cfg["grid"]["backbones"][0]
+    return first if cfg.get("efficiency") and first in efficiency_backbones(cfg) else None
 
 
 REPO = codegraph.PACKAGE_ROOT.parents[1]  # the checkout holding src/ltopd (an editable install)
@@ -422,8 +432,10 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
         eff, measured = cfg["efficiency"], efficiency_backbones(cfg)
         stages["table5"] = {
             "cmd": f"{snake} -- {' '.join(table5_targets(cfg))}",
-            "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk", *code_deps(["efficiency_jobs"]),
+            "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk",
+                     *code_deps(["efficiency_jobs"] + (["study_jobs"] if pareto_backbone(cfg) else [])),
                      eff["analytic_config"]]
+            + ([p["table2"]] if pareto_backbone(cfg) else [])  # the Pareto figure's retain ratios (stage table2)
             + [model_path(cfg, b) for b in measured if b in tw or b in released(cfg)],
             "params": [{config_file: ["efficiency", "reduction", "grid", "training"]}],
             "outs": [{str(root / "results" / "efficiency"): {"persist": True}}]
