@@ -66,7 +66,7 @@ def test_hand_read_replies(benchmark, prediction, extra, expected):
         assert got.correct == expected.correct
 
 
-REPLIES = ["A", "B", "(C)", "D.", "The answer is B", "A red one", "It is green", "blue", "yes", "No.",
+REPLIES = ["A", "B", "(C)", "D.", "The answer is B", "A red one", "A blue one is shown", "It is green", "blue", "yes", "No.",
            "not there", "Yes, there is", "", "red", "3", "so it is 3", "A B", "stop", "x^2", "<think>never"]
 
 
