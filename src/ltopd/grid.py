@@ -424,9 +424,11 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
                  {str(root / "models" / "students"): {"persist": True}},
                  {str(root / "metrics" / "train"): {"persist": True}},
                  {str(root / "results" / "eval"): {"persist": True}}]
-        + [{t: {"persist": True}} for t in tables if t not in (p["table2"], p["table2_json"])],
-        "metrics": [{p["table2_json"]: {"persist": True}}],
-        "plots": [{p["table2"]: {"persist": True, "x": "budget", "y": "avg_retain", "template": "scatter"}}],
+        + [{t: {"persist": True}} for t in tables if t != p["table2_json"] and not t.endswith(".png")],
+        "metrics": [{p["table2_json"]: {"persist": True}}],  # numbers only (ltopd.report.dvc_metrics)
+        # the figures as image plots: `dvc plots show` needs no network for them (a Vega plot's page
+        # loads its library from a CDN) and they colour by method, as the paper's figures do
+        "plots": [{t: {"persist": True}} for t in tables if t.endswith(".png")],
     }
     if cfg.get("efficiency"):
         eff, measured = cfg["efficiency"], efficiency_backbones(cfg)
@@ -439,6 +441,8 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
             + [model_path(cfg, b) for b in measured if b in tw or b in released(cfg)],
             "params": [{config_file: ["efficiency", "reduction", "grid", "training"]}],
             "outs": [{str(root / "results" / "efficiency"): {"persist": True}}]
-            + [{t: {"persist": True}} for t in table5_targets(cfg)],
+            + [{t: {"persist": True}} for t in table5_targets(cfg) if not t.endswith(".png")],
         }
+        if pareto_backbone(cfg):  # the Pareto figure, an image plot as Table 2's figures
+            stages["table5"]["plots"] = [{t: {"persist": True}} for t in table5_targets(cfg) if t.endswith(".png")]
     return stages

@@ -36,7 +36,8 @@ def test_every_catalog_benchmark_has_one_reader():
      Reading("C", True)),                                                            # option text
     ("mmbench", "A red circle is shown", {"answer": "A", "options": COLORS, "index": 1},
      Reading("A", True)),                                                            # option text "red"
-    ("mmbench", "A B", {"answer": "A", "options": COLORS, "index": 1}, Reading(None, False)),  # two letters
+    ("mmbench", "A blue one is shown", {"answer": "A", "options": COLORS, "index": 1},
+     Reading("B", False)),                                  # "A" the article (> 3 words): the option text "blue"
     ("muirbench", "D.", {"answer": "A", "options": COLORS}, Reading("D", False)),
     ("mvbench", "B. blue", {"answer": "B", "options": COLORS}, Reading("B", True)),
     ("mvbench", "", {"answer": "B", "options": COLORS}, Reading("", False)),
@@ -66,8 +67,8 @@ def test_hand_read_replies(benchmark, prediction, extra, expected):
         assert got.correct == expected.correct
 
 
-REPLIES = ["A", "B", "(C)", "D.", "The answer is B", "A red one", "A blue one is shown", "It is green", "blue", "yes", "No.",
-           "not there", "Yes, there is", "", "red", "3", "so it is 3", "A B", "stop", "x^2", "<think>never"]
+REPLIES = ["A", "B", "(C)", "D.", "The answer is B", "A red one", "A blue one is shown", "It is green", "blue", "yes",
+           "No.", "not there", "Yes, there is", "", "red", "3", "so it is 3", "A B", "stop", "x^2", "<think>never"]
 
 
 def _random_records(benchmark: str, n: int, rng: random.Random) -> list[dict]:

@@ -9,6 +9,8 @@ import pytest
 
 from ltopd.bench.scoring import SCORERS, check_predictions, score, strip_answer_tags
 from ltopd.bench.scoring.gqa import normalize_gqa_reference, normalize_gqa_reply
+from ltopd.bench.scoring.mcq_extract import extract_mcq_answer
+from ltopd.bench.scoring.mmbench import build_choices, can_infer_option, mmbench_choice
 from ltopd.bench.scoring.mme import parse_mme
 from ltopd.bench.scoring.mmmu import extract_numbers, open_correct, parse_multi_choice, parse_open
 from ltopd.bench.scoring.multi_image import mvbench_choice
@@ -187,7 +189,7 @@ def test_parse_vstar_ignores_option_count():
     assert out["score"] == pytest.approx(50.0) and out["n_unparsed"] == 0
 
 
-# ---- one letter, else one option text (MMBench, HR-Bench, MuirBench, MVBench) ---------------
+# ---- one letter, else one option text (VLMEvalKit: HR-Bench, MuirBench) ---------------------
 
 @pytest.mark.parametrize("text, expected", [
     ("B", "B"),
@@ -223,24 +225,99 @@ def test_infer_choice_vlmevalkit_rules(text, expected):
 SHAPES = ["blue square", "red circle", "green triangle", "yellow star"]
 
 
+# ---- MMBench: lmms-eval's static evaluation ------------------------------------------------
+
 @pytest.mark.parametrize("text, expected", [
-    ("A red circle is shown", "B"),         # "A" + more than 3 words: article -> option text
-    ("A red circle on a blue square", None),  # article, then two option texts -> nothing
-    ("A. red circle is shown", "B"),        # "A." -> word "A" too: same guard
+    # the article: "A" alone with more than 3 words stops the lone-letter step, the written forms
+    # then find "C." (the old VLMEvalKit-style guard gave nothing here, then the text "red circle": B)
+    ("A red circle is shown, so the answer is C.", "C"),
+    ("A cat sits here, (C)", "C"),          # "(X)" after the article
+    ("A red circle is shown", None),        # article, no written letter: nothing (text step next)
     ("A red circle", "A"),                  # 3 words: the guard needs more than three
     ("A", "A"),
-    ("The answer is B here", "B"),          # the single letter is not "A": no guard
+    ("The answer is B", "B"),               # one lone letter, not "A": no guard
+    ("The answer is A. B is wrong", "B"),   # "A." is not a lone word; "B" is the only one
+    ("(A) and B.", "B"),                    # "X." is tried before "(X)"
+    ("B) or (C)", "B"),                     # "X)" is tried before "(X)"
+    ("A. B. C.", None),                     # three "X.": no form with exactly one letter
+    ("E", "E"),                             # the letter steps take A-E whatever the options
+    ("b", None),                            # case kept: no upper-case letter
+    ("answer:C", None),                     # ":C" must be a whole word
 ])
-def test_mmbench_article_guard(text, expected):
-    assert infer_choice(text, SHAPES, article_guard=True) == expected
+def test_mmbench_can_infer_option(text, expected):
+    """lmms-eval ``lmms_eval/tasks/mmbench/mmbench_evals.py``, ``MMBench_Evaluator.can_infer_option``:
+    whitespace split, exactly one of A-E as a word (unless "A" is a word of a reply of more than
+    3 words), else the first of the (prefix, suffix) forms "X.", "X,", "X:", "X)", "X).", "(X)",
+    "(X).", ":X", ":X,", ":X.", ":X)", ":X)." that exactly one letter takes."""
+    assert can_infer_option(text) == expected
 
 
-def test_mmbench_scorer_applies_article_guard():
-    records = [rec(1, "A red circle is shown", "B", SHAPES, index=1),
-               rec(2, "A red circle is shown", "A", SHAPES, index=2)]
+@pytest.mark.parametrize("text, expected", [
+    ("A red circle is shown, so the answer is C.", "C"),  # the letter step, before any text
+    ("A red circle is shown", "B"),             # article, no written letter: the option text
+    ("I think it is blue", "B"),                # no letter: the only option text found
+    ("red or blue", None),                      # two option texts, then no capital letter
+    ("Failed to obtain answer via API. blue", "B"),  # letter step skipped, text step runs
+    ("I think it is Blue", "B"),                # SHAPES: no whole option text; extract: any "B"
+    ("Cannot determine the answer", "C"),       # no refusal rule in lmms-eval; extract: any "C"
+    ("B or E", "B"),                            # two lone letters; extract: "B" opens the reply
+    ("answer:C", "C"),                          # extract: "C" ends the reply after ":"
+    ("Z", None),                                # no 'Z' rule; Z is no choice
+    ("", None),
+])
+def test_mmbench_choice(text, expected):
+    """lmms-eval ``MMBench_Evaluator.can_infer`` (``can_infer_option``, else ``can_infer_text``:
+    the only option, of ``build_choices``, whose lower-cased text is in the lower-cased reply),
+    else ``eval_sub_data``'s static branch: ``extract_mcq_answer`` of
+    ``lmms_eval/tasks/_task_utils/mcq_extract.py`` over the option letters."""
+    options = COLORS if text in ("I think it is blue", "red or blue",
+                                 "Failed to obtain answer via API. blue") else SHAPES
+    assert mmbench_choice(text, options) == expected
+
+
+def test_mmbench_text_step_reads_only_options_a_to_d():
+    """``build_choices`` loops over "ABCD" and skips NaN options: a fifth option's text, or a
+    missing one, is never matched; the letter "E" is (``can_infer_option``'s A-E)."""
+    five = ["red", "blue", "green", "yellow", "purple"]
+    assert mmbench_choice("purple it is", five) is None
+    assert mmbench_choice("it is E", five) == "E"
+    assert mmbench_choice("green", ["red", None, "green"]) == "C"
+    assert build_choices(["red", float("nan"), "green"]) == {"A": "red", "C": "green"}
+
+
+@pytest.mark.parametrize("text, choices, expected", [
+    ("the answer is probably Blue", ABCD, "B"),  # phrase: the first "B" after it, inside a word
+    ("(A) or maybe C.", ABCD, "C"),              # end (9) beats parentheses (6); "." stripped first
+    ("B. Actually D", ABCD, "B"),                # start (10) beats end (9)
+    ("maybe (B) or (D) hmm", ABCD, "D"),         # same format: the later position
+    ("Apple", ABCD, "A"),                        # "A" then a letter: no start; anywhere: A
+    ("Bob and Dan", ABCD, "D"),                  # anywhere: the later one (rfind)
+    ("xyz b", ABCD, ""),                         # case kept: nothing
+    ("F", None, "F"),                            # no choices given: A-H
+    ("F", [], "F"),
+    ("F", ABCD, ""),
+    ('  "C";  ', ABCD, "C"),                    # quotes and ";" stripped: "C" alone
+    ("", ABCD, ""),
+])
+def test_lmms_eval_extract_mcq_answer(text, choices, expected):
+    """lmms-eval ``lmms_eval/tasks/_task_utils/mcq_extract.py``, ``extract_mcq_answer``: strip, strip
+    ``, . ! ? ; : ' "`` in turn, pad; candidates "(X)", "X.", "X:", "X)", "X " (last occurrence),
+    after an answer phrase, at the start or the end not touching a letter, else anywhere; the
+    highest priority (start 10, end 9, phrase 7, parentheses 6, period 5, colon 4, ")" 3,
+    space 2, anywhere 0) wins, then the later position."""
+    assert extract_mcq_answer(text, choices) == expected
+
+
+def test_mmbench_scorer_reads_the_article_case_as_lmms_eval():
+    records = [rec(1, "A red circle is shown, so the answer is C.", "C", SHAPES, index=1),
+               rec(2, "A red circle is shown", "B", SHAPES, index=2),
+               rec(3, "A red circle is shown", "A", SHAPES, index=1_000_002),
+               rec(4, "Cannot determine the answer", "C", SHAPES, index=3)]
     out = score("mmbench", records)
-    assert out["vanilla_accuracy"] == pytest.approx(50.0)   # read as B, not A
-    assert out["score"] == pytest.approx(50.0)
+    assert out["vanilla_accuracy"] == pytest.approx(75.0)   # record 3 reads as B, not A
+    assert out["n_groups"] == 3
+    assert out["score"] == pytest.approx(200 / 3)           # groups 1 and 3; group 2 fails
+    assert out["n_unparsed"] == 0
 
 
 def test_hrbench_macro_over_cycle_categories():

@@ -32,3 +32,14 @@ def test_dvc_stages_cover_every_snakemake_target(profile, monkeypatch):
     assert not uncovered, f"Snakemake targets no DVC stage tracks: {uncovered[:5]}"
     for s in stages.values():  # DVC must never delete what Snakemake manages
         assert all(next(iter(o.values()))["persist"] for k in ("outs", "metrics", "plots") for o in s.get(k, []))
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_dvc_plots_are_images(profile, monkeypatch):
+    """Only image plots: `dvc plots show` then writes a page with no script, which renders with no
+    network (a Vega plot's page loads its library from the internet)."""
+    monkeypatch.chdir(ROOT)
+    stages = yaml.safe_load(render(profile))["stages"]
+    plots = [next(iter(p)) for s in stages.values() for p in s.get("plots", [])]
+    assert plots and all(Path(p).suffix == ".png" for p in plots), plots
+    assert all(set(next(iter(p.values()))) == {"persist"} for s in stages.values() for p in s.get("plots", []))

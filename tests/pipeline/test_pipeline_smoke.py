@@ -158,6 +158,43 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
         assert run.data.metrics["score"] == metrics["score"]
 
 
+def test_dvc_reads_every_metric_and_its_plots_need_no_network(snake_run):
+    """`dvc metrics show` on the smoke pipeline loads every declared metrics file whole (DVC's own
+    loader drops nothing: no null, no list) and Table 2's as numbers only; `dvc plots show` writes
+    a page that loads no script (the figures are image plots) and shows each figure."""
+    import yaml
+    from dvc.repo.metrics.show import _extract_metrics
+
+    repo, _ = snake_run
+    stages = yaml.safe_load((repo / "pipelines/smoke/dvc.yaml").read_text())["stages"]
+    declared = [next(iter(m)) for s in stages.values() for m in s.get("metrics", [])]
+    proc = _run(["dvc", "metrics", "show", "--json", *declared], repo)  # this pipeline's files only
+    assert "failed to load" not in proc.stdout + proc.stderr
+    shown = json.loads(proc.stdout)[""]["data"]
+    assert set(shown) == set(declared)
+    for path in declared:
+        data = json.loads((repo / path).read_text())
+        assert _extract_metrics(data, path) == data, path
+        assert shown[path] == {"data": data}, path  # shown whole, as the file holds it
+
+    def leaves(tree):
+        return [x for v in tree.values() for x in leaves(v)] if isinstance(tree, dict) else [tree]
+
+    table2 = json.loads((repo / "runs/smoke/results/table2.json").read_text())
+    assert leaves(table2) and all(type(x) in (int, float) for x in leaves(table2))
+    assert set(table2["ltopd@5%"]["score"]) == {"vstar", "pope"}
+
+    figures = [next(iter(p)) for s in stages.values() for p in s.get("plots", [])]
+    assert figures and all(f.endswith(".png") for f in figures)
+    _run(["dvc", "plots", "show", *figures], repo)
+    html = (repo / "dvc_plots" / "index.html").read_text()
+    assert "<script" not in html and "http" not in html  # nothing to fetch
+    for f in figures:
+        assert f"<p>{f}</p>" in html, f
+    images = list((repo / "dvc_plots" / "static").glob("*.png"))
+    assert len(images) == len(figures) and all(i.stat().st_size > 1000 for i in images)
+
+
 def test_ltopd_trains_and_its_student_is_evaluated(snake_run):
     repo, _ = snake_run
     out = repo / "runs" / "smoke"

@@ -482,27 +482,6 @@ def test_spread_labels_keep_a_gap_and_stay_near_their_points():
     assert figures.spread_labels([5.0, 5.0], gap=2.0) == [4.0, 6.0]      # a tie: centred on the point
 
 
-def test_headline_json_for_dvc_metrics():
-    import math
-
-    from ltopd.report.grid_tables import headline
-    from ltopd.report.retain import Stat
-    from ltopd.stats.bootstrap import Interval
-
-    rows = [
-        {"source": "ours", "method": "full", "budget": 1.0, "avg_retain": Stat(100.0, 0.0, 1)},
-        {"source": "ours", "method": "cdpruner", "budget": 0.05, "avg_retain": Stat(71.234, 0.0, 1),
-         "avg_retain_ci": Interval(71.234, 60.0, 80.555, 5.0)},
-        {"source": "ours", "method": "ltopd", "budget": 0.05, "avg_retain": Stat(math.nan, math.nan, 0)},
-        {"source": "paper", "method": "cdpruner", "budget": 0.05, "avg_retain": Stat(68.6, 0.0, 1)},
-        {"source": "gate", "method": "gate", "budget": None, "avg_retain": None, "retain_over": ["gqa", "mme"]},
-    ]
-    assert headline(rows) == {"gates_passed": ["gqa", "mme"], "methods": {
-        "full@1": {"avg_retain": 100.0, "avg_retain_lo": None, "avg_retain_hi": None},
-        "cdpruner@0.05": {"avg_retain": 71.23, "avg_retain_lo": 60.0, "avg_retain_hi": 80.56},
-        "ltopd@0.05": {"avg_retain": None, "avg_retain_lo": None, "avg_retain_hi": None}}}
-
-
 def test_table2_of_a_profile_training_with_divprune_pairs_its_rows_with_divprune(tmp_path, monkeypatch) -> None:
     """The untrained student Table 2 pairs LT-OPD (and every method) with is training.selector's
     row, not CDPruner's (ltopd.grid.reduction_defaults)."""

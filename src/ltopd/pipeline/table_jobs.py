@@ -20,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--out", required=True, help="CSV")
     s.add_argument("--markdown", required=True)
     s.add_argument("--figure", help="PNG: retain ratio vs budget (Table 2)")
-    s.add_argument("--json", help="headline numbers as JSON (average retain ratios, gates passed): DVC metrics")
+    s.add_argument("--json", help="headline numbers as JSON (average retain ratios, scores, gates), numbers only: "
+                   "DVC metrics")
     s.add_argument("--predictions", nargs="*", help="predictions.jsonl files of `ltopd evaluate` (each "
                    "beside its metrics.json): adds the gates, the out-of-sample question-only baseline "
                    "and bootstrap intervals")
@@ -38,7 +39,7 @@ def table(args: argparse.Namespace) -> int:
     from ltopd.atomic import atomic_file, write_json
     from ltopd.catalog import TABLES
     from ltopd.grid import reduction_defaults, table2_methods
-    from ltopd.report import figures, grid_tables
+    from ltopd.report import dvc_metrics, figures, grid_tables
     from ltopd.tracking import job_run
 
     spec, settings = _job_inputs(args, ("grid", "seeds"), optional=("training",))
@@ -63,7 +64,7 @@ def table(args: argparse.Namespace) -> int:
         with atomic_file(args.out) as fh:
             fh.write(grid_tables.to_csv(rows, benchmarks))
         if args.json:
-            write_json(args.json, grid_tables.headline(rows))
+            write_json(args.json, dvc_metrics.table2_metrics(rows))
         md = grid_tables.to_markdown(rows, benchmarks, notes)
         with atomic_file(args.markdown) as fh:
             fh.write(f"# {TABLES[args.table].title} ({spec['profile']} profile)\n\n" + md)

@@ -338,25 +338,6 @@ def _loyalty_cells(total: Loyalty | None, per: Mapping[str, Loyalty], benchmarks
             *[_num(per[b].share, 2) if b in per else "" for b in benchmarks]]
 
 
-def headline(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The table's headline numbers as nested JSON (DVC metrics): each of our rows' average
-    retain ratio with its 95% interval (null where undefined), and the benchmarks that passed
-    the gate."""
-    def num(x: float | None) -> float | None:
-        return None if x is None or math.isnan(x) else round(x, 2)
-
-    out: dict[str, Any] = {"gates_passed": [], "methods": {}}
-    for r in rows:
-        if r["source"] == "gate":
-            out["gates_passed"] = list(r["retain_over"])
-        elif r["source"] == "ours" and r["budget"] is not None:
-            avg, ci = r["avg_retain"], r.get("avg_retain_ci")
-            out["methods"][f"{r['method']}@{_budget(r, True)}"] = {
-                "avg_retain": num(avg.mean if avg else None),
-                "avg_retain_lo": num(ci.lo if ci else None), "avg_retain_hi": num(ci.hi if ci else None)}
-    return out
-
-
 def _cell(s: Stat | None, seeds: int | str) -> str:
     if s is None or math.isnan(s.mean):
         return ""

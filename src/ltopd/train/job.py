@@ -1,5 +1,5 @@
-"""One training run of the pipeline: LT-14K in its sampler order, a student loaded like any
-checkpoint, the method's trainer, checkpoints for resume, the trained student saved."""
+"""One training run of the pipeline: LT-14K's batches in the run seed's order, a student loaded
+like any checkpoint, the method's trainer, checkpoints for resume, the trained student saved."""
 
 from __future__ import annotations
 
@@ -26,6 +26,17 @@ def lt14k_batches(path: str | Path) -> list[list[dict]]:
     return [[r for _, r in sorted(groups[b], key=lambda x: x[0])] for b in sorted(groups)]
 
 
+def seeded_order(batches: list[list[dict]], seed: int) -> list[list[dict]]:
+    """The batches in the order of a permutation drawn from the run's seed, as a data loader
+    shuffles by its seed: a run that takes fewer updates than there are batches (``training.steps``)
+    sees a seed's own subset, so seeds differ for every method, also the ones with no sampling of
+    their own (SFT, fixed-prefix KD with CDPruner). Each batch keeps the sampler's quota mix."""
+    import numpy as np
+
+    order = np.random.default_rng([seed, 20260306]).permutation(len(batches))
+    return [batches[i] for i in order]
+
+
 def total_updates(training: Mapping[str, Any], num_batches: int) -> int:
     """Updates of a run: one per LT-14K batch, capped by ``training.steps``."""
     return min(training.get("steps", num_batches), num_batches)
@@ -33,12 +44,12 @@ def total_updates(training: Mapping[str, Any], num_batches: int) -> int:
 
 def build(model_dir: str | Path, data_dir: str | Path, method: str, training: Mapping[str, Any], budget: float,
           floor: int, seed: int, method_params: Mapping[str, Any] | None = None) -> tuple[Trainer, list[list[dict]]]:
-    """(trainer with the student loaded from ``model_dir``, LT-14K batches in sampler order).
+    """(trainer with the student loaded from ``model_dir``, LT-14K batches in the seed's order).
     ``method_params``: the method family's own profile section (``rl``, ``epic``), if any."""
     from ltopd.models.loading import load_backbone
 
-    batches = lt14k_batches(data_dir)
     cfg = TrainConfig.from_profile(training, budget=budget, floor=floor, seed=seed, method_params=method_params)
+    batches = seeded_order(lt14k_batches(data_dir), cfg.seed)
     trainer = make_trainer(load_backbone(model_dir), method_spec(method), cfg, total_updates(training, len(batches)))
     return trainer, batches
 

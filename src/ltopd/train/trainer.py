@@ -3,7 +3,7 @@ checkpoints and resume. Method families differ only in ``step_loss``, each in it
 (distill.py, sft.py, rl.py, epic.py, llava_mini.py); train/families.py maps each family to its class.
 
 Determinism: update s seeds its rollout sampling and random selectors with (seed, s), and the
-batches come in LT-14K's sampler order, so a run resumed from a checkpoint ends with the same
+batches come in an order drawn from the seed (train/job.py), so a run resumed from a checkpoint ends with the same
 weights as an uninterrupted one (tests/train/test_trainer.py).
 """
 

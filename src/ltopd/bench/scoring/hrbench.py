@@ -1,7 +1,7 @@
 """HR-Bench 4K: one option letter, else one option text; accuracy per cycle category, averaged.
 
 Official code followed: open-compass/VLMEvalKit -- ``vlmeval/utils/matching_util.py``
-(``can_infer``, exact matching, no LLM fallback; :func:`.options.infer_choice` without the
+(``can_infer``, exact matching, no LLM fallback: :func:`.options.infer_choice`, with no
 article guard, which VLMEvalKit applies only under its VERBOSE switch) and
 ``vlmeval/dataset/utils/hrbench.py`` (``report_acc_hrbench``: accuracy within each
 ``cycle_category``, then the plain mean over the cycle categories).

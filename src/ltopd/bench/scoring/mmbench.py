@@ -1,25 +1,81 @@
-"""MMBench circular evaluation.
+"""MMBench circular evaluation, as lmms-eval's judge-free (static) MMBench task scores it.
 
-Official code followed: open-compass/VLMEvalKit, ``vlmeval/utils/matching_util.py``
-(``can_infer`` = ``can_infer_option`` then ``can_infer_text``) and the circular grouping of
-``vlmeval/dataset/utils/multiple_choice.py``; the "A as an article" rule as lmms-eval's
-``lmms_eval/tasks/mmbench/mmbench_evals.py`` applies it (``MMBench_Evaluator.can_infer_option``).
+Official code followed: EvolvingLMMs-Lab/lmms-eval ``lmms_eval/tasks/mmbench/mmbench_evals.py``,
+class ``MMBench_Evaluator``: ``can_infer_option``, ``can_infer_text``, ``can_infer``,
+``build_choices``, and ``eval_sub_data`` / ``eval_result`` with ``eval_method="static"`` (task
+``mmbench_en_dev_static``, ``en_utils.mmbench_aggregate_dev_results_static``), whose last resort
+is ``lmms_eval/tasks/_task_utils/mcq_extract.py`` (:mod:`.mcq_extract`).
 
 Reads: ``answer`` (option letter), ``options``, ``index`` (int; the rotations of one base
-question share ``index % 1_000_000``). A reply is parsed by :func:`.options.infer_choice` with
-the article guard on: one option letter among the words (after ``.()[],:;!*#{}`` become
-spaces), except that when "A" is a word of a reply of more than three words the letter step
-gives nothing ("A red circle is shown" is not option A; "A red circle", three words, is); else
-one option text inside the reply. No LLM fallback (VLMEvalKit's exact-matching mode): a reply
-parsed to nothing is wrong. A group counts only if every rotation is right.
+question share ``index % 1_000_000``). One rotation's reply (stripped, as
+``mmbench_process_results`` does) is read by :func:`mmbench_choice`; a group counts only if
+every rotation is right.
 """
 
 from __future__ import annotations
 
+import math
+
 from .common import answer_letter, field, pct, prediction_text, require_records
-from .options import infer_choice
+from .mcq_extract import extract_mcq_answer
 
 GROUP_MODULUS = 1_000_000
+# can_infer_option's num_choice=5: the letter steps look for A-E whatever the options
+LETTERS = "ABCDE"
+# can_infer_option's second step: (prefix, suffix) around a letter, tried in this order
+WRITTEN = (("", "."), ("", ","), ("", ":"), ("", ")"), ("", ")."), ("(", ")"), ("(", ")."),
+           (":", ""), (":", ","), (":", "."), (":", ")"), (":", ")."))
+API_FAILURE = "Failed to obtain answer via API"
+
+
+def build_choices(options: list) -> dict[str, str]:
+    """Letter -> option text for options A-D that exist (``build_choices``: not NaN)."""
+    out = {}
+    for letter, option in zip("ABCD", options):
+        if option is None or (isinstance(option, float) and math.isnan(option)):
+            continue
+        out[letter] = str(option)
+    return out
+
+
+def can_infer_option(answer: str) -> str | None:
+    """``MMBench_Evaluator.can_infer_option``: a letter written alone or in one of the forms.
+
+    The reply is split on whitespace (no punctuation removed). Exactly one of A-E standing as a
+    word gives that letter, unless "A" is a word and there are more than three ("A" may be the
+    article): then, as when no or several letters stand alone, the forms of :data:`WRITTEN` are
+    tried in order and the first one that exactly one letter takes gives it.
+    """
+    if API_FAILURE in answer:
+        return None
+    words = answer.split()
+    alone = [ch for ch in LETTERS if ch in words]
+    if len(alone) == 1 and not ("A" in words and len(words) > 3):
+        return alone[0]
+    for prefix, suffix in WRITTEN:
+        hits = [ch for ch in LETTERS if prefix + ch + suffix in words]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+def can_infer_text(answer: str, choices: dict[str, str]) -> str | None:
+    """``MMBench_Evaluator.can_infer_text``: the only option whose lower-cased text is in the
+    lower-cased reply."""
+    lowered = answer.lower()
+    hits = [letter for letter, text in choices.items() if text.lower() in lowered]
+    return hits[0] if len(hits) == 1 else None
+
+
+def mmbench_choice(answer: str, options: list) -> str | None:
+    """The letter lmms-eval's static MMBench evaluation reads from one reply, or None.
+
+    ``can_infer`` (a letter, else one option text); else ``extract_mcq_answer`` over the
+    record's option letters (``eval_sub_data``'s static branch).
+    """
+    choices = build_choices(options)
+    letter = can_infer_option(answer) or can_infer_text(answer, choices)
+    return letter or extract_mcq_answer(answer, sorted(choices)) or None
 
 
 def score_mmbench(records: list[dict]) -> dict:
@@ -28,8 +84,7 @@ def score_mmbench(records: list[dict]) -> dict:
     n_right = 0
     unparsed = 0
     for record in records:
-        choice = infer_choice(prediction_text(record), list(record.get("options") or []),
-                              article_guard=True)
+        choice = mmbench_choice(prediction_text(record), list(record.get("options") or []))
         unparsed += choice is None
         ok = choice == answer_letter(record)
         n_right += ok

@@ -1,22 +1,20 @@
 """Option-letter extraction shared by the choice scorers, and the RL reward's letter parser.
 
 * :func:`infer_choice` -- VLMEvalKit's ``can_infer`` (``vlmeval/utils/matching_util.py``:
-  ``can_infer_option``, then ``can_infer_text``), used by MMBench, HR-Bench and MuirBench. The
+  ``can_infer_option``, then ``can_infer_text``), used by HR-Bench and MuirBench. The
   rules, in VLMEvalKit's order:
 
   1. a reply containing "Failed to obtain answer via API" skips the letter step;
   2. a reply containing one of VLMEvalKit's four refusal sentences is "no answer" ('Z');
   3. the characters ``.()[],:;!*#{}`` become spaces and the reply is split on whitespace;
-     if exactly one option letter is among the words, that letter -- except, with
-     ``article_guard``, when "A" is a word and there are more than three words ("A" may be
-     the article: VLMEvalKit does this only with its VERBOSE switch on, lmms-eval's MMBench
-     evaluator always), in which case the letter step gives nothing;
+     if exactly one option letter is among the words, that letter (VLMEvalKit's guard against
+     "A" the article acts only with its VERBOSE switch on, so not here);
   4. no option letter but a word "Z": "no answer";
   5. else exactly one option text (lower-cased) inside the lower-cased reply, else nothing.
 
   "No answer" and nothing both return None (both score as wrong; VLMEvalKit's exact-matching
   mode records 'Z' for them). Options that are None/NaN are not choices (VLMEvalKit's
-  ``build_choices``).
+  ``build_choices``). MMBench follows lmms-eval's variant instead (:mod:`.mmbench`).
 * :func:`extract_letter` -- ordered regex patterns for the RL baselines' correctness reward
   (``ltopd.train.reward``). No benchmark scorer uses it: V*Bench follows lmms-eval's own
   parser (:mod:`.vstar`).
@@ -83,7 +81,7 @@ def _choices(options: list) -> dict[str, str]:
     return out
 
 
-def _infer_option(text: str, letters: list[str], article_guard: bool) -> object:
+def _infer_option(text: str, letters: list[str]) -> object:
     """Letter, :data:`_NO_ANSWER`, or None (VLMEvalKit ``can_infer_option``)."""
     if _API_FAILURE in text:
         return None
@@ -95,8 +93,6 @@ def _infer_option(text: str, letters: list[str], article_guard: bool) -> object:
     words = spaced.split()
     found = [letter for letter in letters if letter in words]
     if len(found) == 1:
-        if article_guard and "A" in words and len(words) > 3:
-            return None
         return found[0]
     if not found and "Z" in words:
         return _NO_ANSWER
@@ -110,14 +106,11 @@ def _infer_text(text: str, choices: dict[str, str]) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def infer_choice(text: str, options: list, article_guard: bool = False) -> str | None:
-    """VLMEvalKit ``can_infer``: one option letter, else one option text; None otherwise.
-
-    See the module docstring for the rule order; ``article_guard`` switches on the "A as an
-    article" rule (MMBench).
-    """
+def infer_choice(text: str, options: list) -> str | None:
+    """VLMEvalKit ``can_infer``: one option letter, else one option text; None otherwise (the
+    rule order is the module docstring's)."""
     choices = _choices(options)
-    letter = _infer_option(text, list(choices), article_guard)
+    letter = _infer_option(text, list(choices))
     if letter is _NO_ANSWER:
         return None
     if letter is not None:

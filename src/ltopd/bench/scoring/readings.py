@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from .common import answer_letter, field, prediction_text
 from .gqa import normalize_gqa_reference, normalize_gqa_reply
+from .mmbench import mmbench_choice
 from .mme import parse_mme
 from .mmmu import DEFAULT_SEED, _references, open_correct, parse_multi_choice, parse_open
 from .multi_image import mvbench_choice
@@ -50,9 +51,10 @@ class Reading:
     correct: bool
 
 
-def _choice(article_guard: bool) -> Callable[[dict], Reading]:
+def _choice(parse: Callable[[str, list], str | None]) -> Callable[[dict], Reading]:
+    """A reader of option letters by ``parse(reply, options)``, the scorer's own letter parser."""
     def read(record: dict) -> Reading:
-        letter = infer_choice(prediction_text(record), list(record.get("options") or []), article_guard=article_guard)
+        letter = parse(prediction_text(record), list(record.get("options") or []))
         return Reading(letter, letter == answer_letter(record))
     return read
 
@@ -117,15 +119,15 @@ def read_ocrbench(record: dict) -> Reading:
 # benchmark -> its reader (tests/bench/test_readings.py: the catalog's benchmarks, each once)
 READERS: dict[str, Callable[[dict], Reading]] = {
     "vstar": read_vstar,
-    "hrbench4k": _choice(article_guard=False),
+    "hrbench4k": _choice(infer_choice),
     "gqa": read_gqa,
     "mmmu": read_mmmu,
-    "mmbench": _choice(article_guard=True),
+    "mmbench": _choice(mmbench_choice),
     "mme": read_yes_no(lambda text: parse_mme(text) if text else "other"),
     "pope": read_yes_no(parse_pope),
     "textvqa": read_textvqa,
     "ocrbench": read_ocrbench,
-    "muirbench": _choice(article_guard=False),
+    "muirbench": _choice(infer_choice),
     "mvbench": read_mvbench,
 }
 
