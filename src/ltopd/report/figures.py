@@ -53,6 +53,10 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
     methods = list(dict.fromkeys(r["method"] for r in ours))
     markers = "osD^vP*Xh<>p"
     palette = plt.get_cmap("tab20")
+    for j, method in enumerate(methods):  # the loyalty panel's too, where a method has no retain ratio
+        selector_like = method in METHODS and METHODS[method].kind in ("selector", "resize")
+        colours[method], styles[method] = palette(j % palette.N), (markers[j % len(markers)],
+                                                                   "-" if selector_like else "none")
     plotted = 0
     for j, method in enumerate(methods):
         mine = sorted((r for r in ours if r["method"] == method), key=lambda r: r["budget"])
@@ -68,12 +72,10 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
             spread = (y - ci.lo, ci.hi - y) if ci is not None else (r["avg_retain"].sd, r["avg_retain"].sd)
             lo.append(max(spread[0], 0.0))
             hi.append(max(spread[1], 0.0))
-        style = "-" if method in METHODS and METHODS[method].kind in ("selector", "resize") else "none"
+        marker, style = styles[method]
         # tab20: the default cycle repeats after ten, and Table 2 plots up to seventeen methods
-        line = ax.errorbar(xs, ys, yerr=[lo, hi], marker=markers[j % len(markers)], linestyle=style, capsize=2,
-                           ms=4, lw=1, label=display_name(method), color=palette(j % palette.N))
-        colours[method] = line[0].get_color()
-        styles[method] = (markers[j % len(markers)], style)
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker=marker, linestyle=style, capsize=2, ms=4, lw=1,
+                    label=display_name(method), color=colours[method])
         plotted += 1
     if not plotted:  # e.g. no benchmark passed its gate: say so instead of an empty frame
         ax.text(0.5, 0.5, "no retain ratio to plot\n(no benchmark passed its gate, see the table's notes)",
@@ -107,6 +109,8 @@ def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) ->
     side.grid(axis="y", alpha=0.3)
     if loyal_rows:
         loyalty_panel(axes[2], loyal_rows, colours, styles)
+        if not plotted:  # no legend below the panels: the loyalty panel names its lines
+            axes[2].legend(fontsize=6, loc="lower left", ncol=2)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     if plotted:  # below both panels: inside, it covered the trained students' cluster at 5%
