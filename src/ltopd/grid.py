@@ -437,7 +437,8 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
             "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk",
                      *code_deps(["efficiency_jobs"] + (["study_jobs"] if pareto_backbone(cfg) else [])),
                      eff["analytic_config"]]
-            + ([p["table2"]] if pareto_backbone(cfg) else [])  # the Pareto figure's retain ratios (stage table2)
+            # the Pareto figure reads Table 2's CSV, which the stage's Snakemake call builds if missing: it is no
+            # DVC dep, as `dvc repro --dry` cannot hash another stage's output on a fresh clone (treeverse/dvc#9021)
             + [model_path(cfg, b) for b in measured if b in tw or b in released(cfg)],
             "params": [{config_file: ["efficiency", "reduction", "grid", "training"]}],
             "outs": [{str(root / "results" / "efficiency"): {"persist": True}}]
