@@ -234,7 +234,12 @@ def test_each_table_declares_its_files_and_a_profile_builds_what_its_sections_as
                                                     "figure": "runs/smoke/results/figures/figure4.png"}
     # smoke: Table 2, the one ablation table its grid fills (Table 7), its four studies, no efficiency
     assert grid.tables(smoke) == ["table2", "table7", "table4", "table6", "table14", "figure4"]
-    assert grid.tables({**smoke, "efficiency": {"methods": ["full"]}})[-2:] == ["table5", "figure1_right"]
+    # with an efficiency section: Table 5, Figure 1 right, and the Pareto figure where Table 5
+    # measures Table 2's backbone (the default: the grid's backbones)
+    assert grid.tables({**smoke, "efficiency": {"methods": ["full"]}})[-3:] == ["table5", "figure1_right",
+                                                                                 "figure_pareto"]
+    other = {**smoke, "efficiency": {"methods": ["full"], "backbones": ["glm46v-tiny"]}}
+    assert grid.tables(other)[-2:] == ["table5", "figure1_right"]
     with pytest.raises(ValueError, match="same outputs"):  # one rule cannot build a table and a figure
         grid.rule_outputs(smoke, ["table3", "figure4"])
 

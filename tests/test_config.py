@@ -101,6 +101,8 @@ def _broken(tmp_path, mutate) -> Path:
          ["efficiency.backbones", "'qwen35-huge'", "defined backbones"]),
         (lambda c: c["efficiency"].update(benchmark="vqav2"), ["efficiency.benchmark", "'vqav2'", "allowed values"]),
         (lambda c: c["efficiency"].pop("methods"), ["efficiency", "'methods' is a required property"]),
+        (lambda c: c["efficiency"]["methods"].append("downsample"),  # the latency protocol times selections
+         ["efficiency.methods", "'downsample' is not a method Table 5 can time", "'hiprune'"]),
         # a release's gates are part of its recipe: their reduced setting is the profile's, not a default
         (lambda c: c["pretrain"]["gates"].pop("selector"), ["pretrain.gates", "'selector' is a required property"]),
         (lambda c: c["pretrain"].pop("gates"), ["pretrain.gates: required because backbones", "'qwen35-tiny'"]),

@@ -15,14 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-MethodKind = Literal["reference", "selector", "trained"]
+MethodKind = Literal["reference", "selector", "resize", "trained"]
 
 
 @dataclass(frozen=True)
 class Method:
     """A row of the tables. ``kind``: "reference" is evaluated once, unreduced (full tokens; with
     ``images`` False, none: the blind twin); "selector" reduces at each
-    budget of the grid by itself (a registered selector of ltopd.selectors); "trained" trains the
+    budget of the grid by itself (a registered selector of ltopd.selectors); "resize" runs at each
+    budget too, with no selector: the image itself resized to the budget's token count
+    (ltopd.models.downsample, VTC-Bench's downsampling control); "trained" trains the
     student at the grid's smallest budget (ltopd.train.methods.TRAINED holds its recipe) and is
     evaluated there with the profile's ``training.selector``. ``images`` False: the model is asked
     without the items' images (the blind twin, a baseline of the gates, not a point of any
@@ -70,7 +72,7 @@ class Benchmark:
     evidence: str | None = None
 
 
-TableKind = Literal["grid", "ablation", "study", "efficiency"]
+TableKind = Literal["grid", "ablation", "study", "efficiency", "pareto"]
 
 # The files a table can write (ltopd.grid.table_outputs): results/<name>.csv, .md, .json (DVC
 # metrics) and results/figures/<figure_file>.png.
@@ -78,7 +80,7 @@ TABLE_OUTPUTS = ("csv", "md", "json", "figure")
 
 # The pipeline job (ltopd.pipeline.<job>) that builds a table of each kind, unless it names its own.
 KIND_JOBS: dict[str, str] = {"grid": "table_jobs", "ablation": "table_jobs", "study": "study_jobs",
-                             "efficiency": "efficiency_jobs"}
+                             "efficiency": "efficiency_jobs", "pareto": "study_jobs"}
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,9 @@ class Table:
     has every one of ``methods``; ``study``: fixed ``methods`` (STUDENT_SELECTOR: the profile's
     training.selector) at the target budget on the backbones and benchmarks of the profile's
     ``studies.<name>``; ``efficiency``: measured and
-    analytic cost (Table 5, Figure 1 right), built when the profile has an ``efficiency`` section.
+    analytic cost (Table 5, Figure 1 right), built when the profile has an ``efficiency`` section;
+    ``pareto``: Table 2's retain ratios on the costs the latency protocol measured, built when it
+    measures Table 2's backbone.
     ``outputs``: the files it writes (of TABLE_OUTPUTS; a figure's are its data and its plot),
     ``figure_file`` its plot's file name where that is not its own, ``job`` the pipeline job that
     builds it (default: its kind's, KIND_JOBS)."""
@@ -136,6 +140,7 @@ METHODS: dict[str, Method] = _index(
     Method("hiprune", "HiPrune", "selector"),
     Method("random", "Random", "selector"),
     Method("uniform", "Uniform", "selector"),
+    Method("downsample", "Downsampling (resize)", "resize"),
     Method("sft", "SFT", "trained"),
     Method("sft_curriculum", "SFT + curriculum", "trained"),
     Method("llava_mini", "LLaVA-Mini", "trained"),
@@ -202,6 +207,8 @@ TABLES: dict[str, Table] = _index(
     Table("table5", "Table 5: efficiency", "efficiency"),
     Table("figure1_right", "Figure 1 (right): FLOPs ratio vs average retain ratio", "efficiency",
           outputs=("csv", "figure"), job="study_jobs"),  # from Table 2's rows and the analytic FLOPs
+    Table("figure_pareto", "Average retain ratio vs measured cost, the Pareto front", "pareto",
+          outputs=("csv", "figure")),  # Table 2's rows on the latency protocol's costs
 )
 
 

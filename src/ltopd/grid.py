@@ -111,8 +111,10 @@ def method_seeds(cfg: dict[str, Any], method: str) -> list[int]:
 def eval_setting(method: str, budget: float, train_selector: str | None = None) -> tuple[float, str | None]:
     """(keep ratio, selector) an evaluation of ``method`` at ``budget`` runs with: the reference
     keeps every token (``train_selector`` is then unused); a selector keeps ``budget`` of them
-    itself; a trained student is evaluated with the selector it was trained with (the profile's
-    ``training.selector``: CDPruner in the paper), which its caller must pass."""
+    itself; the downsampling control ("resize") keeps ``budget`` of them by resizing the image,
+    with no selector (ltopd.models.downsample); a trained student is evaluated with the selector
+    it was trained with (the profile's ``training.selector``: CDPruner in the paper), which its
+    caller must pass."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {sorted(METHODS)}")
     kind = METHODS[method].kind
@@ -122,6 +124,8 @@ def eval_setting(method: str, budget: float, train_selector: str | None = None) 
         return 1.0, train_selector  # no selector runs at ratio 1
     if kind == "selector":
         return float(budget), method
+    if kind == "resize":
+        return float(budget), None
     if train_selector is None:
         raise ValueError(f"{method} is a trained method: give the selector it was trained with (training.selector)")
     return float(budget), train_selector
@@ -209,6 +213,7 @@ BUILDS: dict[str, Callable[[dict[str, Any], str], bool]] = {
     "ablation": lambda cfg, table: set(TABLES[table].methods) <= set(cfg["grid"]["methods"]),
     "study": lambda cfg, table: table in (cfg.get("studies") or {}),
     "efficiency": lambda cfg, table: bool(cfg.get("efficiency")),
+    "pareto": lambda cfg, table: pareto_backbone(cfg) is not None,
 }
 
 # A table's output (catalog.TABLE_OUTPUTS) -> its path in paths().
@@ -335,6 +340,12 @@ def efficiency_backbones(cfg: dict[str, Any]) -> list[str]:
     return (cfg.get("efficiency") or {}).get("backbones") or cfg["grid"]["backbones"]
 
 
+def pareto_backbone(cfg: dict[str, Any]) -> str | None:
+    """Table 2's backbone when Table 5 measures it (the Pareto figure's), else None."""
+    first = cfg["grid"]["backbones"][0]
+    return first if cfg.get("efficiency") and first in efficiency_backbones(cfg) else None
+
+
 REPO = codegraph.PACKAGE_ROOT.parents[1]  # the checkout holding src/ltopd (an editable install)
 
 
@@ -400,7 +411,7 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
     root = Path(cfg["out_root"])
     # the tables from the evaluations; those from the efficiency measurements get their own stage
     built = tables(cfg)
-    measured = [t for t in built if TABLES[t].job == "efficiency_jobs"]
+    measured = [t for t in built if TABLES[t].job == "efficiency_jobs" or TABLES[t].kind == "pareto"]
     reported = [t for t in built if t not in measured]
     files = all_tables(cfg, reported)
     outputs = {t: table_outputs(cfg, t) for t in reported}
@@ -439,6 +450,8 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
             + [model_path(cfg, b) for b in backbones if b in tw or b in released(cfg)],
             "params": [{config_file: ["efficiency", "reduction", "grid", "training"]}],
             "outs": [{str(root / "results" / "efficiency"): {"persist": True}}]
-            + [{t: {"persist": True}} for t in all_tables(cfg, measured)],
+            + [{t: {"persist": True}} for t in all_tables(cfg, measured) if not t.endswith(".png")],
         }
+        if shown := [t for t in all_tables(cfg, measured) if t.endswith(".png")]:  # image plots, as Table 2's
+            stages["table5"]["plots"] = [{t: {"persist": True}} for t in shown]
     return stages

@@ -215,3 +215,26 @@ def test_by_hand_evaluation_reads_the_backbones_evidence_from_the_profile(tmp_pa
                  "--seed", "0", "--out-dir", str(out)]) == 0
     asked = [json.loads(line)["question"] for line in open(out / "predictions.jsonl")]
     assert asked == [instructed(r, "pope")["question"] for r in records]
+
+
+def test_the_downsampling_control_resizes_each_budget_and_runs_no_selector(tmp_path, monkeypatch):
+    """`--method downsample`: one evaluation per budget on images resized to its keep count
+    (ltopd.models.downsample), every token of them kept; no selector runs."""
+    import ltopd.bench.evaluate as evaluate_module
+    import ltopd.models.inference as inference
+
+    _pope_twin(tmp_path, monkeypatch, 4)
+    monkeypatch.setattr(inference, "choose", lambda *a, **k: pytest.fail("a selector ran"))
+    seen = []
+    original = evaluate_module.evaluate_settings
+    monkeypatch.setattr(evaluate_module, "evaluate_settings", lambda bb, recs, bench, settings, *a, **k: seen.append(
+        (type(bb.processor).__name__, list(settings))) or original(bb, recs, bench, settings, *a, **k))
+    spec = json.dumps({"profile": "t", "reduction": {"floor": 1}, "evaluation": {"batch_size": 4}})
+    targets = [{"budget": b, "benchmark": "pope", "records": str(tmp_path / "records"),
+                "out_dir": str(tmp_path / f"{b:g}")} for b in (0.05, 0.25)]
+    assert main(["evaluate-group", "--spec", spec, "--backbone", "b", "--model", str(tmp_path / "model"),
+                 "--method", "downsample", "--seed", "0", "--settings", json.dumps(targets)]) == 0
+    assert seen == [("DownsampledProcessor", [(1.0, None)])] * 2
+    for b in (0.05, 0.25):
+        m = json.loads((tmp_path / f"{b:g}" / "metrics.json").read_text())
+        assert (m["method"], m["ratio"], m["selector"], m["downsampled"]) == ("downsample", b, None, True)

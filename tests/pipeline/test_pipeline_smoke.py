@@ -127,7 +127,8 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
     rows = list(csv.DictReader((out / "results" / "table2.csv").open()))
     ours = [(r["method"], r["budget"]) for r in rows if r["source"] == "ours"]
     # the ablation variants (Table 7's teachers) are left to their table
-    assert ours == [("full", "1"), ("blind", "1"), ("cdpruner", "0.05"), ("llava_mini", "0.05"), ("ltopd", "0.05")]
+    assert ours == [("full", "1"), ("blind", "1"), ("cdpruner", "0.05"), ("downsample", "0.05"), ("llava_mini", "0.05"),
+                    ("ltopd", "0.05")]
     assert any(r["source"] == "paper" and r["method"] == "ltopd" and r["avg_retain"] == "82.30" for r in rows)
     full = next(r for r in rows if r["method"] == "full" and r["source"] == "ours")
     assert full["avg_retain"] in ("100.00", "")  # empty only if every full score is 0

@@ -347,6 +347,33 @@ def test_gated_table_files() -> None:
                      r"pass \(\+[\d.]+ SE\) \| fail \(\+[\d.]+ SE\) \|  \|", md)
 
 
+def test_loyalty_columns_by_hand(tmp_path) -> None:
+    """_evidence's items per seed, residue r = (i + seed) % 10 of item i (8 items per residue):
+    GQA full tokens right for r < 9 (else "zz"), CDPruner for r < 5, LT-OPD for r < 7; V*Bench the
+    same replies for every method. CDPruner: same answer for r < 5 (both right) and r = 9 (both
+    "zz"), right -> wrong for 5 <= r < 9: GQA 48 same and 32 flips of 80, V* 80 same; over both
+    seeds 256 of 320 (80%), 64 flips right -> wrong (20%), none wrong -> right. LT-OPD: GQA 64
+    same, 16 flips per seed: 288 of 320 (90%), 32 flips (10%)."""
+    results, preds, fit = _evidence()
+    rows, notes = grid_tables.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=100,
+                                    pruned="cdpruner")
+    parsed = {(r["source"], r["method"]): r
+              for r in csv.DictReader(io.StringIO(grid_tables.to_csv(rows, ["gqa", "vstar"])))}
+    cols = ("loyalty", "loyalty_items", "flips_right_wrong", "flips_wrong_right", "flips_right_wrong_pct",
+            "flips_wrong_right_pct", "gqa_loyalty", "vstar_loyalty")
+    assert [parsed[("ours", "cdpruner")][c] for c in cols] == ["80.00", "320", "64", "0", "20.00", "0.00",
+                                                              "60.00", "100.00"]
+    assert [parsed[("ours", "ltopd")][c] for c in cols] == ["90.00", "320", "32", "0", "10.00", "0.00",
+                                                           "80.00", "100.00"]
+    assert [parsed[("ours", "full")][c] for c in cols[:4]] == ["100.00", "320", "0", "0"]
+    assert parsed[("baseline", "question_only")]["loyalty"] == "" and parsed[("paper", "ltopd")]["loyalty"] == ""
+    assert any(n.startswith("loyalty (CSV)") for n in notes)
+    figures.retain_vs_budget(rows, tmp_path / "f.png", "t")  # with the loyalty panel beside the retain one
+    from PIL import Image
+
+    assert Image.open(tmp_path / "f.png").size == (1620, 720)  # three panels: 13.5 x 6 in at 120 dpi
+
+
 def test_no_benchmark_passing_the_gate_leaves_the_average_undefined() -> None:
     results, preds, fit = _evidence(full_like_qo=True)  # full tokens answer like the blind guesser
     rows, notes = grid_tables.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=200,

@@ -57,3 +57,28 @@ rule table5:
     shell:
         "ltopd table5 build --spec {params.spec:q} --measurements {input.measurements} "
         "--analytic-config {input.analytic} --out {output.csv} --markdown {output.md} --rule table5 > {log} 2>&1"
+
+
+# Table 2's average retain ratios on the costs the latency protocol measured for Table 2's
+# backbone, the Pareto front marked (built when that backbone is measured: grid.tables).
+if "figure_pareto" in grid.tables(config):
+
+    localrules:
+        figure_pareto,
+
+    rule figure_pareto:
+        input:
+            table2=grid.table_outputs(config, "table2")["csv"],
+            measurements=PATHS["efficiency"].format(backbone=grid.pareto_backbone(config)),
+            code=job_code("study_jobs"),
+        output:
+            **grid.table_outputs(config, "figure_pareto"),
+        params:
+            spec=spec("grid", "seeds", "efficiency"),
+        log:
+            f"{PATHS['logs']}/figure_pareto.log",
+        conda:
+            "../../envs/ltopd.yaml"
+        shell:
+            "ltopd figure-pareto --spec {params.spec:q} --table2 {input.table2} --measurements {input.measurements} "
+            "--out {output.csv} --figure {output.figure} --rule figure_pareto > {log} 2>&1"

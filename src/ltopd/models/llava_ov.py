@@ -41,10 +41,6 @@ class LlavaOVOps(ConfigTokenIds):
     model_class = LlavaOnevisionForConditionalGeneration
     trailing_placeholders = 1
 
-    def grid_side(self, model: LlavaOnevisionForConditionalGeneration) -> int:
-        vision = model.config.vision_config
-        return int(vision.image_size) // int(vision.patch_size)
-
     def mrope_positions(self, model: LlavaOnevisionForConditionalGeneration, batch: Mapping[str, Tensor]) -> Tensor:
         """The 1-D positions (0.. over real tokens, 0 on padding) repeated on 3 rows, the hook's format."""
         mask = batch["attention_mask"].long()
@@ -65,7 +61,10 @@ class LlavaOVOps(ConfigTokenIds):
         if config.vision_feature_select_strategy != "full":
             raise ValueError("only vision_feature_select_strategy='full' keeps the square patch grid selectors need")
         tower = model.model.vision_tower
-        out = tower(batch["pixel_values"].to(tower.dtype), output_hidden_states=True)
+        pixels = batch["pixel_values"]
+        # a smaller tile (the downsampling control, ltopd.models.downsample): positions interpolated
+        out = tower(pixels.to(tower.dtype), output_hidden_states=True,
+                    interpolate_pos_encoding=pixels.shape[-1] != int(config.vision_config.image_size))
         layer = config.vision_feature_layer
         if isinstance(layer, int):
             hidden = out.hidden_states[layer]
@@ -78,7 +77,7 @@ class LlavaOVOps(ConfigTokenIds):
     ) -> list[tuple[int, int]]:
         if batch.get("pixel_values") is None:
             return []
-        side = self.grid_side(model)
+        side = batch["pixel_values"].shape[-1] // int(model.config.vision_config.patch_size)  # the tile's own grid
         return [(side, side)] * batch["pixel_values"].shape[0]
 
     def embed(self, model: LlavaOnevisionForConditionalGeneration, ids: Tensor) -> Tensor:

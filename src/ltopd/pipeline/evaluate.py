@@ -43,6 +43,7 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, meth
     from ltopd.bench.store import load_saved
     from ltopd.catalog import METHODS
     from ltopd.grid import eval_setting, reduction_defaults
+    from ltopd.models.downsample import downsampled
     from ltopd.models.loading import load_backbone
 
     defaults = reduction_defaults(spec)  # the floor; a trained student's selector (in its spec only)
@@ -59,14 +60,18 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, meth
             records = [instructed(r, benchmark) for r in records]
         if not METHODS[method].images:  # the blind twin (a known method: eval_setting checked it)
             records = [text_only(r) for r in records]
-        results = evaluate_settings(backbone, records, benchmark, setups, floor, batch_size, seed=seed,
-                                    progress=progress)
+        if METHODS[method].kind == "resize":  # the downsampling control: each budget its own smaller images
+            results = [evaluate_settings(downsampled(backbone, ratio, floor), records, benchmark, [(1.0, None)],
+                                         floor, batch_size, seed=seed, progress=progress)[0] for ratio, _ in setups]
+        else:
+            results = evaluate_settings(backbone, records, benchmark, setups, floor, batch_size, seed=seed,
+                                        progress=progress)
         for i, (ratio, selector), (rows, metrics) in zip(idx, setups, results, strict=True):
             t = targets[i]
             key = {"backbone": backbone_name, "method": method, "budget": t.budget, "benchmark": benchmark,
                    "seed": seed}
             meta = {**key, "model": model, "ratio": ratio, "selector": selector if ratio < 1 else None,
-                    "images": METHODS[method].images}
+                    "images": METHODS[method].images, "downsampled": METHODS[method].kind == "resize"}
             written[i] = write_setting(Path(t.out_dir), rows, {**meta, **metrics}, settings, rule, key, spec,
                                        {"model": model, "records": records_dir})
             print(f"{benchmark} | {backbone_name} {method} at {t.budget:g} (seed {seed}): "

@@ -43,6 +43,16 @@ def add_parser(subparsers: Any) -> None:
         s.set_defaults(func=run)
 
 
+    s = subparsers.add_parser("figure-pareto", help="Table 2's average retain ratio vs the measured prefill time "
+                              "and KV cache of Table 5's job, the Pareto front marked -> CSV + PNG")
+    add_source(s, "figure_pareto")
+    s.add_argument("--table2", required=True, help="Table 2's CSV (results/table2.csv)")
+    s.add_argument("--measurements", required=True, help="`ltopd table5 measure` JSON of Table 2's backbone")
+    s.add_argument("--out", required=True, help="CSV")
+    s.add_argument("--figure", required=True, help="PNG")
+    s.set_defaults(func=figure_pareto)
+
+
 def _inputs(args: argparse.Namespace):
     from ltopd.pipeline.spec import job_inputs as _job_inputs
 
@@ -141,6 +151,26 @@ def figure1_right(args: argparse.Namespace) -> int:
         run.log_artifact(args.out)
         run.log_artifact(args.figure)
     print(studies.flops_csv(rows) + f"- {note}")
+    return 0
+
+
+def figure_pareto(args: argparse.Namespace) -> int:
+    from ltopd.atomic import atomic_file
+    from ltopd.report import pareto
+    from ltopd.tracking import job_run
+
+    spec, settings = _inputs(args)
+    measurement = pareto.load_measurement(args.measurements)
+    with job_run(settings, args.rule, {"figure": "figure_pareto"}, spec) as run:
+        placed, missing = pareto.rows(pareto.read_table2(args.table2), measurement)
+        with atomic_file(args.out) as fh:
+            fh.write(pareto.to_csv(placed))
+        title = (f"Average retain ratio vs measured cost ({measurement['backbone']}, {measurement['device']}, "
+                 f"{spec['profile']} profile)")
+        pareto.figure(placed, missing, args.figure, title)
+        run.log_artifact(args.out)
+        run.log_artifact(args.figure)
+    print(pareto.to_csv(placed) + f"- not measured: {', '.join(missing) or 'none'}")
     return 0
 
 

@@ -36,6 +36,7 @@ from ltopd.report.retain import Stat, retain_ratio
 from ltopd.reported import paper_backbone, paper_rows
 from ltopd.stats import bootstrap
 from ltopd.stats.gates import GATE_SE, Gate, gate, question_only
+from ltopd.stats.loyalty import Loyalty, loyalty_of_rows, pooled
 
 QO_LABEL = "Question-only (out of sample)"
 
@@ -271,6 +272,25 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
     return Evidence(gates, gated, intervals, [qo_row, gate_row], notes)
 
 
+def loyalties(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Sequence[str],
+              rows: Sequence[tuple[str, float]]) -> dict[tuple[str, float], tuple[Loyalty, dict[str, Loyalty]]]:
+    """(method, budget) -> (its loyalty to the full-token model over every benchmark and seed
+    together, per benchmark): each seed's items paired with the full-token predictions of the
+    same seed (ltopd.stats.loyalty); rows without such pairs are left out."""
+    full = _runs(preds, backbone, "full", 1.0)
+    out = {}
+    for method, budget in rows:
+        per_bench: dict[str, list[Loyalty]] = defaultdict(list)
+        for seed, per in _runs(preds, backbone, method, budget).items():
+            for b in benchmarks:
+                if b in per and b in full.get(seed, {}):
+                    per_bench[b].append(loyalty_of_rows(b, full[seed][b], per[b]))
+        if per_bench:
+            out[(method, budget)] = (pooled(x for v in per_bench.values() for x in v),
+                                     {b: pooled(v) for b, v in per_bench.items()})
+    return out
+
+
 def _num(x: float | None, digits: int = 1) -> str:
     return "" if x is None or math.isnan(x) else f"{x:.{digits}f}"
 
@@ -287,11 +307,17 @@ def to_csv(rows: list[dict[str, Any]], benchmarks: Sequence[str]) -> str:
     """One line per row. Beside the table's columns: ``avg_retain_lo`` / ``_hi`` (the 95%
     bootstrap interval, when the table has predictions), a ``baseline`` row (the question-only
     scores) and a ``gate`` row (per benchmark the deciding margin in SEs: full - QO, or full -
-    blind twin where that is smaller; its ``retain_over`` lists the benchmarks that passed)."""
+    blind twin where that is smaller; its ``retain_over`` lists the benchmarks that passed).
+    Loyalty to the full-token model (:func:`loyalties`, when the table has predictions):
+    ``loyalty`` (% of items whose parsed answer equals full tokens' on the same item, over every
+    benchmark and seed together), ``loyalty_items`` (those items), ``flips_right_wrong`` /
+    ``flips_wrong_right`` (counts) with their ``_pct`` shares, and ``<benchmark>_loyalty``."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["source", "backbone", "method", "budget", "seeds", *benchmarks, "avg_retain",
-                *[f"{b}_sd" for b in benchmarks], "avg_retain_sd", "retain_over", "avg_retain_lo", "avg_retain_hi"])
+                *[f"{b}_sd" for b in benchmarks], "avg_retain_sd", "retain_over", "avg_retain_lo", "avg_retain_hi",
+                "loyalty", "loyalty_items", "flips_right_wrong", "flips_wrong_right", "flips_right_wrong_pct",
+                "flips_wrong_right_pct", *[f"{b}_loyalty" for b in benchmarks]])
     for r in rows:
         stats_ = [r["bench"].get(b) for b in benchmarks]
         avg = r["avg_retain"]
@@ -299,8 +325,17 @@ def to_csv(rows: list[dict[str, Any]], benchmarks: Sequence[str]) -> str:
         w.writerow([r["source"], r["backbone"], r["method"], _budget(r, True), r["seeds"],
                     *[_num(s.mean if s else None, 2) for s in stats_], _num(avg.mean if avg else None, 2),
                     *[_num(s.sd if s else None, 2) for s in stats_], _num(avg.sd if avg else None, 2),
-                    " ".join(r["retain_over"]), _num(ci.lo if ci else None, 2), _num(ci.hi if ci else None, 2)])
+                    " ".join(r["retain_over"]), _num(ci.lo if ci else None, 2), _num(ci.hi if ci else None, 2),
+                    *_loyalty_cells(r.get("loyalty"), r.get("loyalty_bench") or {}, benchmarks)])
     return buf.getvalue()
+
+
+def _loyalty_cells(total: Loyalty | None, per: Mapping[str, Loyalty], benchmarks: Sequence[str]) -> list[str]:
+    if total is None:
+        return [""] * (6 + len(benchmarks))
+    return [_num(total.share, 2), str(total.n), str(total.right_to_wrong), str(total.wrong_to_right),
+            _num(total.right_to_wrong_pct, 2), _num(total.wrong_to_right_pct, 2),
+            *[_num(per[b].share, 2) if b in per else "" for b in benchmarks]]
 
 
 def _cell(s: Stat | None, seeds: int | str) -> str:
@@ -368,6 +403,12 @@ def build(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str
     ev = evidence(predictions, backbone, benchmarks, [(r["method"], r["budget"]) for r in ours], fit_records,
                   n_boot, boot_seed, pruned=pruned)
     kept = {(r["method"], r["budget"]) for r in ours}
-    ours = [dict(r, gated=True, avg_retain_ci=ev.intervals.get((r["method"], r["budget"])))
+    loyal = loyalties(predictions, backbone, benchmarks, sorted(kept))
+    ours = [dict(r, gated=True, avg_retain_ci=ev.intervals.get((r["method"], r["budget"])),
+                 loyalty=loyal.get((r["method"], r["budget"]), (None, {}))[0],
+                 loyalty_bench=loyal.get((r["method"], r["budget"]), (None, {}))[1])
             for r in our_rows(results, backbone, benchmarks, over=ev.gated) if (r["method"], r["budget"]) in kept]
+    notes.append("loyalty (CSV): the share of items whose answer, as the official scorer parses it, equals the "
+                 "full-token model's on the same item (EffiVLM-Bench), with the flips right -> wrong and wrong -> "
+                 "right; over every benchmark (gated or not) and seed, each seed paired with full tokens' own.")
     return ours[:1] + ev.rows + ours[1:] + reported_rows(benchmarks, table), notes + ev.notes

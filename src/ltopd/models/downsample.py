@@ -1,0 +1,87 @@
+"""The downsampling control (VTC-Bench): each image resized by the backbone's own processor so
+that its visual-token count matches a budget's keep count; no selector runs, the model sees
+every token of the smaller image.
+
+The keep count is a selector's at the same budget (``keep_count(n, ratio, floor)`` of the
+image's n full-resolution tokens), so a downsampled row and a selector's row of Table 2 spend
+the same visual tokens up to the processor's granularity (a whole row or column of merged
+patches). Per family, how the processor is asked for fewer tokens:
+
+* native resolution (Qwen3.5, GLM-4.xV): the image's pixel budget (``size["longest_edge"]``)
+  is set to keep-count merged patches' worth of pixels (times the temporal copies GLM counts),
+  image by image, and the processor's own ``smart_resize`` picks the grid;
+* LLaVA-OneVision's single tile: the tile's side is the keep count's square root (rounded) in
+  patches, the SigLIP tower interpolating its learned positions to that grid
+  (ltopd.models.llava_ov reads the grid from the pixels).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import torch
+from PIL import Image
+from transformers.image_utils import SizeDict
+from transformers.models.glm46v.image_processing_pil_glm46v import Glm46VImageProcessorPil
+from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+from ltopd.models.backbone import Backbone
+from ltopd.models.processor import ImageTextProcessor, TileProcessor
+from ltopd.selectors import keep_count
+
+# Frames a native-resolution processor counts against its pixel budget (GLM budgets both
+# temporal copies of an image, Qwen one).
+_BUDGETED_FRAMES = {
+    Qwen2VLImageProcessorPil: lambda ip: 1,
+    Glm46VImageProcessorPil: lambda ip: int(ip.temporal_patch_size),
+}
+
+
+class DownsampledProcessor(ImageTextProcessor):
+    """A native-resolution processor whose images each get ``ratio`` of their full tokens."""
+
+    def __init__(self, base: ImageTextProcessor, ratio: float, floor: int) -> None:
+        super().__init__(base.tokenizer, base.image_processor, base.max_input_pixels, base.span)
+        if type(base.image_processor) not in _BUDGETED_FRAMES:
+            raise ValueError(f"no downsampling rule for image processor {type(base.image_processor).__name__}; "
+                             f"known: {sorted(c.__name__ for c in _BUDGETED_FRAMES)}")
+        self.base, self.ratio, self.floor = base, ratio, floor
+
+    def process_images(self, images: Sequence[Image.Image]) -> dict[str, torch.Tensor]:
+        ip = self.image_processor
+        unit = int(ip.patch_size * ip.merge_size) ** 2 * _BUDGETED_FRAMES[type(ip)](ip)  # pixels per token
+        parts = []
+        for image in images:
+            full = self.base.tokens_per_image(self.base.process_images([image]))[0]
+            keep = keep_count(full, self.ratio, self.floor)
+            size = {"shortest_edge": ip.size["shortest_edge"], "longest_edge": keep * unit}
+            out = ip(images=[image], size=size, return_tensors="pt")
+            parts.append((out["pixel_values"], out["image_grid_thw"]))
+        return {"pixel_values": torch.cat([p for p, _ in parts]), "image_grid_thw": torch.cat([g for _, g in parts])}
+
+
+def downsampled_tile(base: TileProcessor, ratio: float, floor: int) -> TileProcessor:
+    """LLaVA-OneVision's tile processor at the side whose grid holds about the keep count."""
+    side = base.image_processor.size["height"] // base.patch_size
+    keep = keep_count(side * side, ratio, floor)
+    small = max(1, round(math.sqrt(keep))) * base.patch_size
+    ip = copy.deepcopy(base.image_processor)  # its normalisation and resampling kept
+    ip.size, ip.image_grid_pinpoints = SizeDict(height=small, width=small), [[small, small]]
+    return TileProcessor(base.tokenizer, ip, base.patch_size, base.max_input_pixels, base.span)
+
+
+def downsampled(backbone: Backbone, ratio: float, floor: int) -> Backbone:
+    """``backbone`` (the same model) whose processor resizes every image to about ``ratio`` of
+    its visual tokens (at least ``floor``); ratio 1 returns it unchanged."""
+    if not 0 < ratio <= 1:
+        raise ValueError(f"downsampling ratio must be in (0, 1], got {ratio!r}")
+    if ratio == 1:
+        return backbone
+    proc: Any = backbone.processor
+    small = (downsampled_tile(proc, ratio, floor) if isinstance(proc, TileProcessor)
+             else DownsampledProcessor(proc, ratio, floor))
+    return replace(backbone, processor=small)
