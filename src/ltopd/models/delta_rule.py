@@ -95,10 +95,13 @@ def chunk_gated_delta_rule(
     ut = (k @ k.transpose(-1, -2)).mul(bt).mul_(decay)  # the UT system (its strict lower part is read)
     attn = decay.mul_(q @ k.transpose(-1, -2))  # within-chunk attention, causal
     cum_exp = cum.exp().unsqueeze_(-1)
-    rhs = torch.empty((*v.shape[:-1], dv + dk), dtype=v.dtype, device=v.device)
+    # one solve for both right-hand sides: the new values and the decayed keys that read the
+    # state (none is read by a lone chunk without an initial state)
+    reads_state = n > 1 or initial_state is not None
+    rhs = torch.empty((*v.shape[:-1], dv + dk * reads_state), dtype=v.dtype, device=v.device)
     torch.mul(v, bt, out=rhs[..., :dv])
-    torch.mul(k, bt, out=rhs[..., dv:]).mul_(cum_exp)
-    # one solve for both right-hand sides: the new values and the decayed keys (reading the state)
+    if reads_state:
+        torch.mul(k, bt, out=rhs[..., dv:]).mul_(cum_exp)
     solved = torch.linalg.solve_triangular(ut, rhs, upper=False, unitriangular=True)
     new_v, k_cumdecay = solved[..., :dv], solved[..., dv:]
     # each token's key decayed to its chunk's end: what it writes into the state
