@@ -21,6 +21,7 @@ from transformers import (
     Qwen3_5Config,
 )
 
+from ltopd.models import delta_rule
 from ltopd.models.backbone import Backbone, family_ops
 from ltopd.models.patch_linear import linearize_patch_convs
 from ltopd.models.processor import (
@@ -237,6 +238,7 @@ def build_twin(name: str, tokenizer: PreTrainedTokenizerFast, seed: int = 42) ->
         torch.manual_seed(seed)
         model = family_ops(config.model_type).model_class(config)
     linearize_patch_convs(model)
+    delta_rule.install(model)  # as load_backbone: a built and a loaded twin compute alike
     return model.eval()
 
 
