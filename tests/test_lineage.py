@@ -12,8 +12,8 @@ from pathlib import Path
 
 import yaml
 from mlflow.tracking import MlflowClient
-from tests.conftest import local_profile
 
+from conftest import local_profile
 from ltopd import lineage, tracking
 
 
