@@ -21,9 +21,13 @@ def test_the_official_parser_reads_an_evidence_first_reply_as_its_answer(benchma
     assert sum(s["answer"] != r["answer"] for s, r in zip(styled, records)) >= 32  # most items styled
     right = score(benchmark, [{**r, "prediction": f"{s['answer']}</answer>"} for r, s in zip(records, styled)])
     assert right["score"] == 100.0 and right["n_unparsed"] == 0
-    # the check can fail: a reply whose verdict is flipped scores below 100
-    wrong = [{**r, "prediction": s["answer"].rsplit(", so ", 1)[0] + ", so " + ("no" if r["answer"] == "yes" else "yes")
-              if benchmark == "pope" else s["answer"].rsplit(", so ", 1)[0] + ", so Z"}
+    # the check can fail: a reply whose verdict is flipped (another option's letter; no letter at all
+    # would not do: lmms-eval's MMBench reads the option whose text the evidence names) scores below 100
+    def flipped(r: dict) -> str:
+        return ("no" if r["answer"] == "yes" else "yes") if benchmark == "pope" else \
+            next(x for x in "ABCD" if x != r["answer"])
+
+    wrong = [{**r, "prediction": s["answer"].rsplit(", so ", 1)[0] + ", so " + flipped(r)}
              for r, s in zip(records, styled)]
     assert score(benchmark, wrong)["score"] < 100.0
 

@@ -103,7 +103,7 @@ def test_group_job_writes_the_per_setting_jobs_bytes(tmp_path, monkeypatch):
     client = MlflowClient(settings.tracking_uri)
     exp = client.get_experiment_by_name("e")
     names = sorted(r.info.run_name for r in client.search_runs([exp.experiment_id]))
-    assert names.count("divprune@5% pope s0 b (evaluate)") == 2 and len(names) == 8
+    assert names.count("divprune@5% b pope s0 (evaluate)") == 2 and len(names) == 8
 
 
 def test_groups_cover_the_grid_once():
