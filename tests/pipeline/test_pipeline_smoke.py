@@ -146,7 +146,7 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
     from ltopd.grid import eval_jobs
 
     cfg = yaml.safe_load((repo / "config" / "smoke.yaml").read_text())
-    assert len(runs) == sum(1 for _ in eval_jobs(cfg)) == 36 and all(r.info.status == "FINISHED" for r in runs)
+    assert len(runs) == sum(1 for _ in eval_jobs(cfg)) == 38 and all(r.info.status == "FINISHED" for r in runs)
     for bench in ("vstar", "pope"):
         job = out / "results" / "eval" / "qwen35-tiny" / "cdpruner" / "0.05" / bench / "seed0"
         metrics = json.loads((job / "metrics.json").read_text())
