@@ -36,14 +36,25 @@ def hash_record(rec: dict[str, Any]) -> bytes:
     return h.digest()
 
 
-def encode_images(rec: dict[str, Any]) -> dict[str, Any]:
-    """The record with its images as PNG bytes, encoded once with fast (still lossless)
-    compression; `datasets` would otherwise re-encode each PIL image at the slow default level."""
+# Lossless WebP stores the world's RGB images in half PNG's bytes (level 1) and decodes faster
+# (measured on GQA's 256 px images: 26.7 vs 58.0 KB, 1.16 vs 1.54 ms); it holds RGB and RGBA
+# only, so other modes keep PNG and every image decodes to its own pixels and mode.
+WEBP_MODES = ("RGB", "RGBA")
+
+
+def encode_image(img: Image.Image) -> dict[str, Any]:
+    """One image as `datasets` Image bytes, losslessly (decoded: the same mode and pixels)."""
     import io
 
-    def png(img: Image.Image) -> dict[str, Any]:
-        buf = io.BytesIO()
+    buf = io.BytesIO()
+    if img.mode in WEBP_MODES:
+        img.save(buf, format="WEBP", lossless=True, quality=50, method=2, exact=True)
+    else:
         img.save(buf, format="PNG", compress_level=1)
-        return {"bytes": buf.getvalue(), "path": None}
+    return {"bytes": buf.getvalue(), "path": None}
 
-    return {**rec, "images": [png(i) for i in rec["images"]]}
+
+def encode_images(rec: dict[str, Any]) -> dict[str, Any]:
+    """The record with its images encoded once, losslessly and fast (`encode_image`); `datasets`
+    would otherwise re-encode each PIL image as PNG at the slow default level."""
+    return {**rec, "images": [encode_image(i) for i in rec["images"]]}
