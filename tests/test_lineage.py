@@ -97,7 +97,8 @@ with tracking.job_run(tracking.Settings("sqlite:///mlruns.db", "t", "art", "p.js
     found = lineage.use_model(run, "student")
 import yaml
 spec = yaml.safe_load(mlmodel.read_text())
-print(json.dumps({"table": table.read_text(), "location": location, "external": spec["metadata"]["mlflow.model.isExternal"],
+external = spec["metadata"]["mlflow.model.isExternal"]
+print(json.dumps({"table": table.read_text(), "location": location, "external": external,
                   "artifact_path": spec["artifact_path"], "found": found}))
 """
 

@@ -9,7 +9,6 @@ import json
 import random
 
 import pytest
-
 from PIL import Image
 
 from ltopd.report import pareto

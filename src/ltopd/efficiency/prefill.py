@@ -148,7 +148,7 @@ def _measure_one(backbone: Backbone, prepared: Sequence[Prepared], point: CostPo
 
 
 def measure(backbone: Backbone, records: Sequence[Mapping[str, Any]], points: Sequence[CostPoint],
-            protocol: Protocol = Protocol(), *, floor: int, repeats: int, seed: int = 0,
+            protocol: Protocol, *, floor: int, repeats: int, seed: int = 0,
             sections: Mapping[str, Any] | None = None, progress: Any = None) -> list[PointCost]:
     """The prefill cost of each distinct point, in the order given, on Appendix E's questions of
     ``records``. A point with a module is measured after the others with the module attached to

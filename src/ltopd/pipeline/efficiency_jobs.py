@@ -203,14 +203,16 @@ def prefill_costs(args: argparse.Namespace) -> int:
     from ltopd.atomic import write_json
     from ltopd.bench.store import load_saved
     from ltopd.efficiency.latency import Protocol
-    from ltopd.efficiency.prefill import clock_name, cost_point, measure as run_prefill
+    from ltopd.efficiency.prefill import clock_name, cost_point
+    from ltopd.efficiency.prefill import measure as run_prefill
     from ltopd.grid import reduction_defaults
     from ltopd.lineage import records_name, use_dataset, use_model
     from ltopd.models.loading import load_backbone
     from ltopd.tracking import job_run
 
     torch.set_num_threads(args.threads)
-    spec, tracking = _job_inputs(args, ("grid", "seeds", "reduction"), optional=("efficiency", "training", "llava_mini"))
+    spec, tracking = _job_inputs(args, ("grid", "seeds", "reduction"),
+                                 optional=("efficiency", "training", "llava_mini"))
     eff = settings(spec)
     protocol = Protocol.from_config(eff)
     defaults = reduction_defaults(spec)
@@ -238,8 +240,9 @@ def prefill_costs(args: argparse.Namespace) -> int:
                               "repeats": int(eff["prefill_repeats"]), "protocol": protocol.__dict__,
                               "distinct_computations": len(costs), "rows": out})
     for r in out:
-        print(f"{args.backbone} {r['method']} at {r['budget']:g} ({r['computation']}): prefill {r['prefill_ms']:.2f} ms "
-              f"over {r['questions']} questions, {r['prefill_tokens']:.1f} tokens, KV {r['kv_bytes']:.0f} B")
+        print(f"{args.backbone} {r['method']} at {r['budget']:g} ({r['computation']}): "
+              f"prefill {r['prefill_ms']:.2f} ms over {r['questions']} questions, "
+              f"{r['prefill_tokens']:.1f} tokens, KV {r['kv_bytes']:.0f} B")
     return 0
 
 

@@ -146,7 +146,8 @@ def figure(placed: Sequence[dict], missing: Sequence[str], out: str | Path, titl
                   Line2D([], [], ls="--", color="black", label="Pareto front")]
     fig.legend(handles=method_keys + budget_keys + style_keys, loc="center left", bbox_to_anchor=(0.80, 0.5),
                fontsize=8, frameon=False)
-    notes = [f"Same computation, one measured cost: {'; '.join(shared)}." for shared in [shared_costs(placed)] if shared]
+    shared = shared_costs(placed)
+    notes = [f"Same computation, one measured cost: {'; '.join(shared)}."] if shared else []
     notes.append(f"Not measured: {', '.join(missing)}." if missing else "Every Table 2 row measured.")
     fig.suptitle(title, fontsize=10)
     fig.text(0.01, 0.01, "\n".join(notes), fontsize=7, wrap=True, color="dimgrey")
