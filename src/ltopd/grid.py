@@ -449,8 +449,8 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
                      *code_deps(list(dict.fromkeys(TABLES[t].job for t in measured))),
                      cfg["efficiency"]["analytic_config"]]
             + [model_path(cfg, b) for b in backbones if b in tw or b in released(cfg)]
-            # the Pareto figure: Table 2's rows (the table2 stage's output) on its backbone's costs
-            + ([table_outputs(cfg, "table2")["csv"]] + [model_path(cfg, pb) for pb in [pareto_backbone(cfg)]
+            # the Pareto figure: Figure 1 right's retain (the table2 stage's output) on measured costs
+            + ([table_outputs(cfg, "figure1_right")["csv"]] + [model_path(cfg, pb) for pb in [pareto_backbone(cfg)]
                                                          if pb not in backbones and (pb in tw or pb in released(cfg))]
                if "figure_pareto" in measured else []),
             "params": [{config_file: ["efficiency", "reduction", "grid", "training"]

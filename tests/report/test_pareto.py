@@ -69,7 +69,7 @@ def test_files_from_table2_csv_and_a_measurement(tmp_path):
     table2.write_text("\n".join(lines + ["paper,q,ltopd,0.05,82.3", "ours,bb,blind,1,"]) + "\n")
     measurement = tmp_path / "bb.json"
     measurement.write_text(json.dumps(MEASURED))
-    retain = pareto.read_table2(table2)
+    retain = pareto.read_retain(table2)
     assert retain == RETAIN  # ours only, rows without a retain ratio left out
     placed, missing = pareto.rows(retain, pareto.load_measurement(measurement))
     parsed = list(csv.DictReader(io.StringIO(pareto.to_csv(placed))))
@@ -78,6 +78,11 @@ def test_files_from_table2_csv_and_a_measurement(tmp_path):
         ("hiprune", "hiprune keeps 0.05", "True"), ("ltopd", "cdpruner keeps 0.05", "False")]
     pareto.figure(placed, missing, tmp_path / "f.png", "t")
     assert Image.open(tmp_path / "f.png").size == (1430, 616)
+    # rows at one point (same cost, same retain) are both on the front, and drawn
+    tied, _ = pareto.rows({k: 100.0 for k in RETAIN}, MEASURED)
+    assert [r["dominated_prefill_ms"] for r in tied if r["method"] in ("cdpruner", "ltopd")] == [False, False]
+    pareto.figure(tied, [], tmp_path / "tied.png", "t")
+    assert Image.open(tmp_path / "tied.png").size == (1430, 616)
     (tmp_path / "old.json").write_text(json.dumps({"backbone": "bb", "results": []}))
     with pytest.raises(ValueError, match="not a `ltopd prefill-costs` output"):
         pareto.load_measurement(tmp_path / "old.json")

@@ -60,7 +60,7 @@ rule table5:
 
 
 # The measured prefill time and KV cache of every Table 2 row (method x budget) on Table 2's
-# backbone, then Table 2's average retain ratios on them with the Pareto front marked (built with
+# backbone, then Figure 1 right's average retain ratios on them with the Pareto front marked (built with
 # an `efficiency` section: grid.tables).
 if "figure_pareto" in grid.tables(config):
     PARETO_BACKBONE = grid.pareto_backbone(config)
@@ -101,7 +101,7 @@ if "figure_pareto" in grid.tables(config):
 
     rule figure_pareto:
         input:
-            table2=grid.table_outputs(config, "table2")["csv"],
+            retain=grid.table_outputs(config, "figure1_right")["csv"],  # the same retain axis
             measurements=PATHS["prefill_costs"].format(backbone=PARETO_BACKBONE),
             code=job_code("study_jobs"),
         output:
@@ -113,5 +113,5 @@ if "figure_pareto" in grid.tables(config):
         conda:
             "../../envs/ltopd.yaml"
         shell:
-            "ltopd figure-pareto --spec {params.spec:q} --table2 {input.table2} --measurements {input.measurements} "
+            "ltopd figure-pareto --spec {params.spec:q} --retain {input.retain} --measurements {input.measurements} "
             "--out {output.csv} --figure {output.figure} --rule figure_pareto > {log} 2>&1"

@@ -1,6 +1,8 @@
 """Retain vs measured cost: every Table 2 row placed on the prefill time and KV cache measured for
 it on Table 2's backbone (ltopd.efficiency.prefill, rule prefill_costs), with the Pareto front
-marked, so a reader sees which methods are dominated.
+marked, so a reader sees which methods are dominated. The retain axis is Figure 1 right's (its
+CSV: the average over every Table 2 benchmark, no gate), so the two figures differ only in their
+cost: analytic FLOPs there, measured here.
 
 A row is dominated on a cost axis when another row costs no more and retains no less, and is
 strictly better in one of the two. Rows that run the same computation (a trained student and its
@@ -46,8 +48,9 @@ def dominated(points: Sequence[tuple[float, float]]) -> list[bool]:
     return out
 
 
-def read_table2(path: str | Path) -> dict[tuple[str, float], float]:
-    """(method, budget) -> our average retain ratio, from Table 2's CSV (rows without one left out)."""
+def read_retain(path: str | Path) -> dict[tuple[str, float], float]:
+    """(method, budget) -> our average retain ratio, from a CSV with source, method, budget and
+    avg_retain columns (Figure 1 right's, or Table 2's; rows without one left out)."""
     out = {}
     with open(path, newline="") as fh:
         for row in csv.DictReader(fh):
@@ -103,8 +106,9 @@ def shared_costs(placed: Sequence[dict]) -> list[str]:
 
 def figure(placed: Sequence[dict], missing: Sequence[str], out: str | Path, title: str) -> None:
     """One panel per cost axis: each row coloured by method, its marker by budget, filled on the
-    Pareto front and hollow where dominated, the front a dashed step line whose points are
-    labelled; the legends beside the panels, shared and unmeasured rows named below."""
+    Pareto front and hollow where dominated (rows at one point nested), the front a dashed step
+    line whose points are labelled; the legends beside the panels, shared and unmeasured rows
+    named below."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -120,20 +124,30 @@ def figure(placed: Sequence[dict], missing: Sequence[str], out: str | Path, titl
     fig, axes = plt.subplots(1, len(COSTS), figsize=(13, 5.6), dpi=110)
     for ax, cost in zip(axes, COSTS):
         scale = SCALE[cost]
+        # rows at one point (a student and its selector share a cost) drawn as nested markers, the
+        # first the largest, so that each stays visible
+        at: dict[tuple[float, float], list[dict]] = {}
         for r in placed:
-            hollow = r[f"dominated_{cost}"]
-            c = colour[r["method"]]
-            ax.plot(r[cost] * scale, r["avg_retain"], marker[r["budget"]], ms=9 if hollow else 10,
-                    color=c, mfc="white" if hollow else c, mew=1.6, zorder=3 if hollow else 4)
-        front = sorted((r[cost] * scale, r["avg_retain"], r) for r in placed if not r[f"dominated_{cost}"])
+            at.setdefault((r[cost] * scale, r["avg_retain"]), []).append(r)
+        for (x, y), group in at.items():
+            for k, r in enumerate(group):
+                hollow = r[f"dominated_{cost}"]
+                c = colour[r["method"]]
+                ax.plot(x, y, marker[r["budget"]], ms=10 + 5 * (len(group) - 1 - k), color=c,
+                        mfc="white" if hollow else c, mew=1.8, zorder=3 + k)
+        # the front's points, rows at one point (equal cost and retain: none dominates the other) labelled together
+        front: dict[tuple[float, float], list[str]] = {}
+        for r in placed:
+            if not r[f"dominated_{cost}"]:
+                front.setdefault((r[cost] * scale, r["avg_retain"]), []).append(
+                    f"{display_name(r['method'])} {100 * r['budget']:g}%")
         if front:
-            ax.step([x for x, _, _ in front], [y for _, y, _ in front], where="post", color="black", lw=1,
-                    ls="--", zorder=2)
-            for x, y, r in front:
-                ax.annotate(f"{display_name(r['method'])} {100 * r['budget']:g}%", (x, y), xytext=(6, 5),
-                            textcoords="offset points", fontsize=8, color="black")
+            steps = sorted(front)
+            ax.step([x for x, _ in steps], [y for _, y in steps], where="post", color="black", lw=1, ls="--", zorder=2)
+            for (x, y), names in front.items():
+                ax.annotate("\n".join(names), (x, y), xytext=(6, 5), textcoords="offset points", fontsize=8)
         ax.set_xlabel(COSTS[cost])
-        ax.set_ylabel("average retain ratio (%, Table 2)")
+        ax.set_ylabel("average retain ratio (%, Figure 1 right's)")
         ax.margins(x=0.15, y=0.12)
         ax.grid(alpha=0.3)
     method_keys = [Line2D([], [], ls="", marker="o", ms=8, color=colour[m], label=display_name(m)) for m in methods]
