@@ -232,14 +232,16 @@ def test_each_table_declares_its_files_and_a_profile_builds_what_its_sections_as
         "json": "runs/smoke/results/table2.json", "figure": "runs/smoke/results/figures/table2_retain_vs_budget.png"}
     assert grid.table_outputs(smoke, "figure4") == {"csv": "runs/smoke/results/figure4.csv",
                                                     "figure": "runs/smoke/results/figures/figure4.png"}
-    # smoke: Table 2, the one ablation table its grid fills (Table 7), its four studies, no efficiency
-    assert grid.tables(smoke) == ["table2", "table7", "table4", "table6", "table14", "figure4"]
-    # with an efficiency section: Table 5, Figure 1 right, and the Pareto figure where Table 5
-    # measures Table 2's backbone (the default: the grid's backbones)
-    assert grid.tables({**smoke, "efficiency": {"methods": ["full"]}})[-3:] == ["table5", "figure1_right",
-                                                                                 "figure_pareto"]
+    # smoke: Table 2, the one ablation table its grid fills (Table 7), its four studies, and with
+    # its efficiency section Table 5, Figure 1 right and the Pareto figure
+    assert grid.tables(smoke) == ["table2", "table7", "table4", "table6", "table14", "figure4", "table5",
+                                  "figure1_right", "figure_pareto"]
+    # without one, none of the measured three; the Pareto figure measures Table 2's backbone itself
+    # (rule prefill_costs), whichever backbones Table 5 times
+    assert grid.tables({k: v for k, v in smoke.items() if k != "efficiency"})[-1] == "figure4"
     other = {**smoke, "efficiency": {"methods": ["full"], "backbones": ["glm46v-tiny"]}}
-    assert grid.tables(other)[-2:] == ["table5", "figure1_right"]
+    assert grid.tables(other)[-3:] == ["table5", "figure1_right", "figure_pareto"]
+    assert grid.pareto_backbone(other) == smoke["grid"]["backbones"][0]
     with pytest.raises(ValueError, match="same outputs"):  # one rule cannot build a table and a figure
         grid.rule_outputs(smoke, ["table3", "figure4"])
 

@@ -224,6 +224,7 @@ def test_a_profile_training_with_divprune_compares_against_divprune(smoke_cfg):
 def test_efficiency_needs_the_students_selector(smoke_cfg):
     cfg = copy.deepcopy(smoke_cfg)
     cfg.pop("studies")
+    cfg.pop("efficiency")
     cfg.pop("training")
     cfg["grid"]["methods"] = ["full", "blind", "cdpruner"]
     config.validate(copy.deepcopy(cfg), source="t")  # nothing trained: no training section needed

@@ -95,8 +95,11 @@ location = client.get_logged_model(model_id).artifact_location
 mlmodel = Path(download_artifacts(artifact_uri=location + "/MLmodel", dst_path="."))
 with tracking.job_run(tracking.Settings("sqlite:///mlruns.db", "t", "art", "p.json", "p"), "evaluate", {}, {}) as run:
     found = lineage.use_model(run, "student")
-print(json.dumps({"table": table.read_text(), "location": location, "external": "isExternal" in mlmodel.read_text(),
-                  "found": found}))
+import yaml
+spec = yaml.safe_load(mlmodel.read_text())
+external = spec["metadata"]["mlflow.model.isExternal"]
+print(json.dumps({"table": table.read_text(), "location": location, "external": external,
+                  "artifact_path": spec["artifact_path"], "found": found}))
 """
 
 
@@ -129,11 +132,36 @@ def test_mlflow_relocate_after_the_project_moved(tmp_path, monkeypatch):
 
     done = _python(_RELOCATE, new)
     assert done.returncode == 0, done.stderr
-    assert "1 runs and 1 logged models now read artifacts from art" in done.stdout
+    assert "1 runs and 1 logged models now read artifacts from art; 1 MLmodel files" in done.stdout
     back = _python(_READ_BACK, new, run_id, made)
     assert back.returncode == 0, back.stderr
     got = json.loads(back.stdout.splitlines()[-1])
     assert got["table"] == "a,b\n1,2\n" and got["external"]
     assert got["location"].startswith((new / "art").as_uri())
+    # the MLmodel file names the model's new place, not the old folder (it did before the command)
+    assert got["artifact_path"] == got["location"] and str(old) not in got["artifact_path"]
     assert got["found"] == made  # the model's folder is named relative to the project
-    assert "0 runs and 0 logged models" in _python(_RELOCATE, new).stdout  # already here
+    assert "0 runs and 0 logged models now read artifacts from art; 0 MLmodel files" in _python(_RELOCATE, new).stdout
+
+
+def test_relocate_mends_an_mlmodel_file_left_behind(tmp_path, monkeypatch):
+    """A store relocated by an earlier version (locations moved, MLmodel not): running the command
+    again rewrites the file's artifact_path and nothing else, once."""
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    monkeypatch.chdir(tmp_path)
+    # an absolute store: MLflow keeps one engine per URI in a process, and "sqlite:///mlruns.db" is another test's
+    s = tracking.Settings(f"sqlite:///{tmp_path / 'mlruns.db'}", "t", str(tmp_path / "art"), "p.json", "p")
+    (tmp_path / "student").mkdir()
+    (tmp_path / "student" / "model.safetensors").write_bytes(b"abc")
+    with tracking.job_run(s, "train", {}, {}) as run:
+        made = lineage.log_model(run, "m (student)", "student", "student", {})
+    location = MlflowClient(s.tracking_uri).get_logged_model(made).artifact_location
+    mlmodel = Path(url2pathname(urlparse(location).path)) / "MLmodel"
+    good = mlmodel.read_text()
+    assert f"artifact_path: {location}\n" in good  # as MLflow wrote it
+    mlmodel.write_text(good.replace(location, "file:///elsewhere/art/models/x/artifacts"))
+    assert tracking.relocate(s) == {"runs": 0, "models": 0, "mlmodel_files": 1}
+    assert mlmodel.read_text() == good
+    assert tracking.relocate(s)["mlmodel_files"] == 0

@@ -142,8 +142,8 @@ def test_moved_project_keeps_its_artifacts_and_description(tmp_path):
     client.log_artifact(run.info.run_id, str(old / "table.csv"))
     shutil.move(old, tmp_path / "new")
     new = settings(tmp_path / "new")
-    assert relocate(new) == {"runs": 1, "models": 0}
-    assert relocate(new) == {"runs": 0, "models": 0}  # already here
+    assert relocate(new) == {"runs": 1, "models": 0, "mlmodel_files": 0}
+    assert relocate(new) == {"runs": 0, "models": 0, "mlmodel_files": 0}  # already here
     moved = MlflowClient(new.tracking_uri)
     assert moved.get_run(run.info.run_id).info.artifact_uri.startswith((tmp_path / "new" / "art").as_uri())
     got = moved.download_artifacts(run.info.run_id, "table.csv", str(tmp_path))

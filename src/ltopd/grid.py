@@ -155,6 +155,7 @@ def paths(cfg: dict[str, Any]) -> dict[str, str]:
         "train_metrics": str(root / "metrics" / "train" / "{backbone}" / "{method}" / "seed{seed}.json"),
         "checkpoints": str(root / "train_state" / "{backbone}" / "{method}" / "seed{seed}"),
         "efficiency": str(root / "results" / "efficiency" / "{backbone}.json"),
+        "prefill_costs": str(root / "results" / "efficiency" / "prefill" / "{backbone}.json"),  # every Table 2 row
         # a catalog table's files (table_outputs): the keys are TABLE_FILES'
         "table": str(root / "results" / "{table}.csv"),
         "table_md": str(root / "results" / "{table}.md"),
@@ -341,9 +342,9 @@ def efficiency_backbones(cfg: dict[str, Any]) -> list[str]:
 
 
 def pareto_backbone(cfg: dict[str, Any]) -> str | None:
-    """Table 2's backbone when Table 5 measures it (the Pareto figure's), else None."""
-    first = cfg["grid"]["backbones"][0]
-    return first if cfg.get("efficiency") and first in efficiency_backbones(cfg) else None
+    """Table 2's backbone (the Pareto figure's, its rows' prefill measured by rule prefill_costs)
+    when the profile has an ``efficiency`` section (the measuring protocol), else None."""
+    return cfg["grid"]["backbones"][0] if cfg.get("efficiency") else None
 
 
 REPO = codegraph.PACKAGE_ROOT.parents[1]  # the checkout holding src/ltopd (an editable install)
@@ -447,8 +448,14 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
             "deps": [config_file, "Snakefile", "workflow/rules/efficiency.smk",
                      *code_deps(list(dict.fromkeys(TABLES[t].job for t in measured))),
                      cfg["efficiency"]["analytic_config"]]
-            + [model_path(cfg, b) for b in backbones if b in tw or b in released(cfg)],
-            "params": [{config_file: ["efficiency", "reduction", "grid", "training"]}],
+            + [model_path(cfg, b) for b in backbones if b in tw or b in released(cfg)]
+            # the Pareto figure: Figure 1 right's retain (the table2 stage's output) on measured costs
+            + ([table_outputs(cfg, "figure1_right")["csv"]] + [model_path(cfg, pb) for pb in [pareto_backbone(cfg)]
+                                                         if pb not in backbones and (pb in tw or pb in released(cfg))]
+               if "figure_pareto" in measured else []),
+            "params": [{config_file: ["efficiency", "reduction", "grid", "training"]
+                        + (["seeds"] + [k for k in ("llava_mini",) if k in cfg] if "figure_pareto" in measured
+                           else [])}],
             "outs": [{str(root / "results" / "efficiency"): {"persist": True}}]
             + [{t: {"persist": True}} for t in all_tables(cfg, measured) if not t.endswith(".png")],
         }

@@ -112,9 +112,10 @@ def describe(s: Settings) -> str:
 def relocate(s: Settings) -> dict[str, int]:
     """After the project folder moved or was copied: point the experiment, its runs and its logged
     models at this folder's artifact root (MLflow stores absolute artifact URIs; dataset sources and
-    model folders are stored relative to the project, lineage.project_path). SQLite backends only;
-    returns how many runs and models were rewritten."""
-    done = {"runs": 0, "models": 0}
+    model folders are stored relative to the project, lineage.project_path), and each logged
+    model's MLmodel file at its model's new location (the file repeats it as ``artifact_path``).
+    SQLite backends only; returns how many runs, models and MLmodel files were rewritten."""
+    done = {"runs": 0, "models": 0, "mlmodel_files": 0}
     if not s.tracking_uri.startswith("sqlite:///"):
         return done
     import sqlite3
@@ -126,16 +127,51 @@ def relocate(s: Settings) -> dict[str, int]:
     with contextlib.closing(sqlite3.connect(db)) as con, con:
         row = con.execute("SELECT experiment_id, artifact_location FROM experiments WHERE name = ?",
                           (s.experiment,)).fetchone()
-        if row is None or row[1] == root:
+        if row is None:
             return done
         exp_id, old = row
-        con.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?", (root, exp_id))
-        for table, column, key in (("runs", "artifact_uri", "runs"), ("logged_models", "artifact_location", "models")):
-            if con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
-                done[key] = con.execute(f"UPDATE {table} SET {column} = ? || substr({column}, ?) "
-                                        f"WHERE experiment_id = ? AND substr({column}, 1, ?) = ?",
-                                        (root, len(old) + 1, exp_id, len(old), old)).rowcount
+        has_models = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'logged_models'"
+                                 ).fetchone() is not None
+        if old != root:
+            con.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = ?", (root, exp_id))
+            for table, column, key in (("runs", "artifact_uri", "runs"),
+                                       ("logged_models", "artifact_location", "models")):
+                if table == "runs" or has_models:
+                    done[key] = con.execute(f"UPDATE {table} SET {column} = ? || substr({column}, ?) "
+                                            f"WHERE experiment_id = ? AND substr({column}, 1, ?) = ?",
+                                            (root, len(old) + 1, exp_id, len(old), old)).rowcount
+        # every model's file, not only those moved now: a store relocated before MLmodel files were
+        # rewritten is mended by running the command again
+        locations = [r[0] for r in con.execute("SELECT artifact_location FROM logged_models WHERE experiment_id = ?",
+                                               (exp_id,))] if has_models else []
+    done["mlmodel_files"] = sum(_point_mlmodel(location) for location in locations)
     return done
+
+
+def _point_mlmodel(location: str) -> bool:
+    """Set the ``artifact_path`` of the MLmodel file under a logged model's (local) artifact
+    location to that location; True when the file said otherwise and was rewritten."""
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    from ltopd.atomic import atomic_file
+
+    url = urlparse(location)
+    if url.scheme not in ("file", ""):
+        return False
+    mlmodel = Path(url2pathname(url.path)) / "MLmodel"
+    if not mlmodel.is_file():
+        return False
+    lines = mlmodel.read_text().splitlines(keepends=True)
+    # a top-level key of the YAML file MLflow writes (Model.to_yaml), one line; edited in place so the
+    # rest of the file stays byte for byte MLflow's
+    at = [i for i, line in enumerate(lines) if line.startswith("artifact_path:")]
+    if len(at) != 1 or lines[at[0]].split(":", 1)[1].strip() == location:
+        return False
+    lines[at[0]] = f"artifact_path: {location}\n"
+    with atomic_file(mlmodel) as fh:
+        fh.write("".join(lines))
+    return True
 
 
 def git_tags(repo: str | Path = ".") -> dict[str, str]:

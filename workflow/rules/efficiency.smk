@@ -59,17 +59,50 @@ rule table5:
         "--analytic-config {input.analytic} --out {output.csv} --markdown {output.md} --rule table5 > {log} 2>&1"
 
 
-# Table 2's average retain ratios on the costs the latency protocol measured for Table 2's
-# backbone, the Pareto front marked (built when that backbone is measured: grid.tables).
+# The measured prefill time and KV cache of every Table 2 row (method x budget) on Table 2's
+# backbone, then Figure 1 right's average retain ratios on them with the Pareto front marked (built with
+# an `efficiency` section: grid.tables).
 if "figure_pareto" in grid.tables(config):
+    PARETO_BACKBONE = grid.pareto_backbone(config)
+
+    rule prefill_costs:
+        input:
+            model=base_model,
+            records=PATHS["bench"].format(benchmark=EFFICIENCY["benchmark"], seed=config["seeds"][0]),
+            code=job_code("efficiency_jobs"),
+        output:
+            PATHS["prefill_costs"],
+        params:
+            model=model_arg(base_model_path),
+            weights=base_release_weights,
+            spec=spec("grid", "seeds", "reduction",
+                      efficiency={k: v for k, v in EFFICIENCY.items() if k not in ("backbones", "methods")},
+                      training={"selector": REDUCTION.selector},
+                      **({"llava_mini": config["llava_mini"]} if "llava_mini" in config else {})),
+            seed=config["seeds"][0],
+            torch_threads=EFFICIENCY["torch_threads"],
+        wildcard_constraints:
+            backbone=PARETO_BACKBONE,
+        # Timed like rule efficiency: the job claims every core so no other job runs beside it.
+        threads: workflow.cores
+        log:
+            f"{PATHS['logs']}/efficiency/prefill_{{backbone}}.log",
+        benchmark:
+            f"{PATHS['logs']}/efficiency/prefill_{{backbone}}.benchmark.tsv"
+        conda:
+            "../../envs/ltopd.yaml"
+        shell:
+            "ltopd prefill-costs --spec {params.spec:q} --backbone {wildcards.backbone} --model {params.model} "
+            "--records {input.records} --seed {params.seed} --out {output} --threads {params.torch_threads} "
+            "--rule prefill_costs > {log} 2>&1"
 
     localrules:
         figure_pareto,
 
     rule figure_pareto:
         input:
-            table2=grid.table_outputs(config, "table2")["csv"],
-            measurements=PATHS["efficiency"].format(backbone=grid.pareto_backbone(config)),
+            retain=grid.table_outputs(config, "figure1_right")["csv"],  # the same retain axis
+            measurements=PATHS["prefill_costs"].format(backbone=PARETO_BACKBONE),
             code=job_code("study_jobs"),
         output:
             **grid.table_outputs(config, "figure_pareto"),
@@ -80,5 +113,5 @@ if "figure_pareto" in grid.tables(config):
         conda:
             "../../envs/ltopd.yaml"
         shell:
-            "ltopd figure-pareto --spec {params.spec:q} --table2 {input.table2} --measurements {input.measurements} "
+            "ltopd figure-pareto --spec {params.spec:q} --retain {input.retain} --measurements {input.measurements} "
             "--out {output.csv} --figure {output.figure} --rule figure_pareto > {log} 2>&1"

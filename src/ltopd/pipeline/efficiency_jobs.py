@@ -1,6 +1,7 @@
-"""`ltopd table5 measure|build`: the Appendix E protocol on one backbone, then Table 5.
+"""`ltopd table5 measure|build`: the Appendix E protocol on one backbone, then Table 5;
+`ltopd prefill-costs`: the measured prefill of every Table 2 row (the Pareto figure's costs).
 
-Wired into ltopd.cli as the `table5` subcommand (add_parser + run):
+Wired into ltopd.cli as the `table5` and `prefill-costs` subcommands (add_parser + run):
 ``ltopd table5 build --config config/default.yaml --measurements ... --out ... --markdown ...``.
 """
 
@@ -23,6 +24,7 @@ DEFAULTS: dict[str, Any] = {
     "dtype": "float32",
     "profile_flops": True,
     "torch_threads": 1,  # the twins' matrices are tiny: more threads only add contention to the timing
+    "prefill_repeats": 3,  # timed prefills per question and Table 2 row (ltopd prefill-costs)
 }
 
 
@@ -67,7 +69,36 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             s.add_argument("--out", required=True, help="CSV")
             s.add_argument("--markdown", required=True)
     p.set_defaults(func=run)
+
+    s = subparsers.add_parser("prefill-costs", help="the measured prefill time and KV cache of every Table 2 row "
+                              "(method x budget) on one backbone -> JSON (the Pareto figure's costs)")
+    add_source(s, "prefill_costs")
+    s.add_argument("--backbone", required=True)
+    s.add_argument("--model", required=True, help="model folder (twin or checkpoint): Table 2's base model")
+    s.add_argument("--records", required=True, help="records folder of efficiency.benchmark (build-bench output)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", required=True, help="measurement JSON")
+    s.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    s.set_defaults(func=prefill_costs)
     return p
+
+
+def table2_rows(spec: dict[str, Any]) -> list[tuple[str, float]]:
+    """Table 2's (method, budget) rows on its backbone (the grid's first), in grid order; the
+    blind twin, which sees no image, is no point of a cost curve."""
+    from ltopd.catalog import METHODS
+    from ltopd.grid import grid_jobs, table2_methods
+
+    first, keep = spec["grid"]["backbones"][0], set(table2_methods(spec))
+    return list(dict.fromkeys((j.method, j.budget) for j in grid_jobs(spec)
+                              if j.backbone == first and j.method in keep and METHODS[j.method].images))
+
+
+def computation(point: Any) -> str:
+    """A cost point in words (the CSV's `computation`: rows that share one share its cost)."""
+    what = (f"resized to {point.ratio:g} of the tokens" if point.resized
+            else f"{point.selector} keeps {point.ratio:g}" if point.selector else "all tokens")
+    return what + (f" + {point.module} module" if point.module else "")
 
 
 def _inputs(args: argparse.Namespace, sections: tuple[str, ...]):
@@ -164,6 +195,61 @@ def build(args: argparse.Namespace) -> int:
         run.log_artifact(args.markdown)
     print(md)
     return 0
+
+
+def prefill_costs(args: argparse.Namespace) -> int:
+    import torch
+
+    from ltopd.atomic import write_json
+    from ltopd.bench.store import load_saved
+    from ltopd.efficiency.latency import Protocol
+    from ltopd.efficiency.prefill import clock_name, cost_point
+    from ltopd.efficiency.prefill import measure as run_prefill
+    from ltopd.grid import reduction_defaults
+    from ltopd.lineage import records_name, use_dataset, use_model
+    from ltopd.models.loading import load_backbone
+    from ltopd.tracking import job_run
+
+    torch.set_num_threads(args.threads)
+    spec, tracking = _job_inputs(args, ("grid", "seeds", "reduction"),
+                                 optional=("efficiency", "training", "llava_mini"))
+    eff = settings(spec)
+    protocol = Protocol.from_config(eff)
+    defaults = reduction_defaults(spec)
+    rows = table2_rows(spec)
+    points = {row: cost_point(*row, defaults.selector) for row in rows}
+    key = {"backbone": args.backbone}
+    with job_run(tracking, args.rule, key, spec, inputs={"model": args.model, "records": args.records}) as run:
+        backbone = load_backbone(args.model)
+        dtype = getattr(torch, eff["dtype"])
+        device = eff["device"] if eff["device"] != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+        backbone.model.to(device=device, dtype=dtype)
+        records = load_saved(args.records)
+        use_dataset(run, records_name(args.records), args.records, "efficiency", {"rows": len(records)})
+        model_id = use_model(run, args.model)
+        costs = run_prefill(backbone, records, list(points.values()), protocol, floor=defaults.floor,
+                            repeats=int(eff["prefill_repeats"]), seed=args.seed, sections=spec)
+        by_point = {c.point: c.as_dict() for c in costs}
+        out = [{"method": m, "budget": b, "computation": computation(points[(m, b)]), **by_point[points[(m, b)]]}
+               for m, b in rows]
+        for r in out:
+            run.log_metrics({f"{r['method']}/{r['budget']:g}/prefill_ms": r["prefill_ms"],
+                             f"{r['method']}/{r['budget']:g}/kv_bytes": r["kv_bytes"]}, model_id=model_id)
+        write_json(args.out, {"backbone": args.backbone, "model": args.model, "device": str(device),
+                              "dtype": eff["dtype"], "clock": clock_name(torch.device(device)), "floor": defaults.floor,
+                              "repeats": int(eff["prefill_repeats"]), "protocol": protocol.__dict__,
+                              "distinct_computations": len(costs), "rows": out})
+    for r in out:
+        print(f"{args.backbone} {r['method']} at {r['budget']:g} ({r['computation']}): "
+              f"prefill {r['prefill_ms']:.2f} ms over {r['questions']} questions, "
+              f"{r['prefill_tokens']:.1f} tokens, KV {r['kv_bytes']:.0f} B")
+    return 0
+
+
+def _job_inputs(args: argparse.Namespace, sections: tuple[str, ...], optional: tuple[str, ...]):
+    from ltopd.pipeline.spec import job_inputs
+
+    return job_inputs(args, sections, optional=optional)
 
 
 def run(args: argparse.Namespace) -> int:

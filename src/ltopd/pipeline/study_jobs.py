@@ -44,10 +44,10 @@ def add_parser(subparsers: Any) -> None:
 
 
     s = subparsers.add_parser("figure-pareto", help="Table 2's average retain ratio vs the measured prefill time "
-                              "and KV cache of Table 5's job, the Pareto front marked -> CSV + PNG")
+                              "and KV cache of every row (`ltopd prefill-costs`), the Pareto front marked -> CSV + PNG")
     add_source(s, "figure_pareto")
-    s.add_argument("--table2", required=True, help="Table 2's CSV (results/table2.csv)")
-    s.add_argument("--measurements", required=True, help="`ltopd table5 measure` JSON of Table 2's backbone")
+    s.add_argument("--retain", required=True, help="Figure 1 right's CSV (results/figure1_right.csv): the retain axis")
+    s.add_argument("--measurements", required=True, help="`ltopd prefill-costs` JSON of Table 2's backbone")
     s.add_argument("--out", required=True, help="CSV")
     s.add_argument("--figure", required=True, help="PNG")
     s.set_defaults(func=figure_pareto)
@@ -162,11 +162,11 @@ def figure_pareto(args: argparse.Namespace) -> int:
     spec, settings = _inputs(args)
     measurement = pareto.load_measurement(args.measurements)
     with job_run(settings, args.rule, {"figure": "figure_pareto"}, spec) as run:
-        placed, missing = pareto.rows(pareto.read_table2(args.table2), measurement)
+        placed, missing = pareto.rows(pareto.read_retain(args.retain), measurement)
         with atomic_file(args.out) as fh:
             fh.write(pareto.to_csv(placed))
-        title = (f"Average retain ratio vs measured cost ({measurement['backbone']}, {measurement['device']}, "
-                 f"{spec['profile']} profile)")
+        title = (f"Average retain ratio vs measured prefill cost ({measurement['backbone']}, {measurement['device']} "
+                 f"{measurement['clock']}, {measurement['repeats']} repeats; {spec['profile']} profile)")
         pareto.figure(placed, missing, args.figure, title)
         run.log_artifact(args.out)
         run.log_artifact(args.figure)

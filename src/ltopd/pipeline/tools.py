@@ -53,7 +53,7 @@ def mlflow_relocate(args: argparse.Namespace) -> int:
     settings = Settings.from_config(config_mod.load(args.config))
     done = relocate(settings)
     print(f"{settings.tracking_uri}: {done['runs']} runs and {done['models']} logged models now read artifacts "
-          f"from {settings.artifact_root}")
+          f"from {settings.artifact_root}; {done['mlmodel_files']} MLmodel files point at their model's new place")
     return 0
 
 
