@@ -74,19 +74,29 @@ def reduction_defaults(cfg: dict[str, Any]) -> ReductionDefaults:
                              floor=int(floor) if floor is not None else None)
 
 
-def eval_groups(cfg: dict[str, Any]) -> dict[tuple[str, str, int], list[EvalJob]]:
-    """The evaluation jobs grouped by the model they load: (backbone, method, seed) -> its
-    (budget, benchmark) settings. One process per group loads the model once and runs each
-    image through the vision tower once for all of the group's budgets (rule evaluate_*)."""
-    groups: dict[tuple[str, str, int], list[EvalJob]] = {}
+def eval_groups(cfg: dict[str, Any]) -> dict[tuple[str, str | None, int], list[EvalJob]]:
+    """The evaluation jobs grouped by the model they load: (backbone, student, seed) -> its
+    settings. A trained method's student is a model of its own (student: the method); every
+    training-free row of a backbone (full, blind, the selectors, the downsampling control; student:
+    None) evaluates the backbone itself, so they share one group per seed. One process per group
+    loads the model and each benchmark's records once and runs each image through the vision
+    tower once for all of the group's settings that see it (rule evaluate_*)."""
+    groups: dict[tuple[str, str | None, int], list[EvalJob]] = {}
     for job in eval_jobs(cfg):
-        groups.setdefault((job.backbone, job.method, job.seed), []).append(job)
+        groups.setdefault((job.backbone, group_student(job.method), job.seed), []).append(job)
     return groups
 
 
-def group_name(backbone: str, method: str, seed: int) -> str:
-    """A group's rule name: "evaluate_qwen35_tiny_ltopd_s0" (Snakemake rule names are identifiers)."""
-    return "evaluate_" + "_".join(x.replace("-", "_").replace(".", "_") for x in (backbone, method)) + f"_s{seed}"
+def group_student(method: str) -> str | None:
+    """The student an evaluation of `method` loads: the trained method itself, else None (the backbone)."""
+    return method if METHODS[method].kind == "trained" else None
+
+
+def group_name(backbone: str, student: str | None, seed: int) -> str:
+    """A group's rule name (Snakemake rule names are identifiers): "evaluate_qwen35_tiny_ltopd_s0"
+    for a student, "evaluate_qwen35_tiny_s0" for the backbone's training-free rows."""
+    parts = (backbone,) if student is None else (backbone, student)
+    return "evaluate_" + "_".join(x.replace("-", "_").replace(".", "_") for x in parts) + f"_s{seed}"
 
 
 def grid_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:

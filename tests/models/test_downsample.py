@@ -70,6 +70,17 @@ def test_downsampled_count_matches_the_keep_count_within_granularity(bb, ratio, 
     assert abs(got - keep) <= 2 * math.sqrt(keep) + 1, (full, keep, got)
 
 
+@pytest.mark.parametrize("size", [(256, 256), (96, 128), (300, 180), (17, 640), (1000, 33)])
+def test_the_token_count_from_the_size_is_the_processed_images(size):
+    """tokens_for_size (what the downsampling control reads the full count from, processing no
+    pixels) == the placeholder count of the processed image, for each native-resolution family."""
+    tok = build_tokenizer(["a b c"] * 20, 300)
+    for name in ("qwen35-tiny", "glm46v-tiny"):
+        proc = twin_backbone(name, tok, seed=0).processor
+        image = _image(*size)
+        assert proc.tokens_for_size(image.height, image.width) == proc.tokens_per_image(proc.process_images([image]))[0]
+
+
 def test_the_floor_holds_for_tiny_budgets(bb):
     image = _image(256, 256)
     assert _grid_tokens(downsampled(bb, 0.01, floor=9), image) == 9  # keep max(9, ceil(0.64)) = 9: 3 x 3

@@ -34,6 +34,10 @@ def test_labels_and_durations():
                for bench in ("gqa", "mme", "pope") for f in ("metrics.json", "predictions.jsonl")]
     assert describe_job("evaluate_qwen35_tiny_dart_s0", {}, None, outputs) == (
         "evaluate qwen35-tiny dart seed 0: 2 budgets x 3 benchmarks (6 settings)")
+    mixed = [f"results/eval/qwen35-tiny/{m}/{b}/vstar/seed1/metrics.json" for m, b in
+             (("full", "1"), ("cdpruner", "0.05"), ("cdpruner", "0.1"), ("blind", "1"))]
+    assert describe_job("evaluate_qwen35_tiny_s1", {}, None, mixed) == (
+        "evaluate qwen35-tiny blind, cdpruner, full seed 1: 3 budgets x 1 benchmarks (4 settings)")
     assert describe_job("evaluate_x", {}, None, ["results/table2.csv"]) == "evaluate_x"
 
 

@@ -72,8 +72,12 @@ def _env(tmp_path, monkeypatch):
 
 
 def test_group_job_writes_the_per_setting_jobs_bytes(tmp_path, monkeypatch):
-    """`ltopd evaluate-group` == one `ltopd evaluate` per setting, byte for byte; one MLflow run
-    per setting, named as before."""
+    """`ltopd evaluate-group` over a backbone's training-free rows (full, blind, two selectors at
+    two budgets, the downsampling control) == one `ltopd evaluate` per setting, byte for byte;
+    one MLflow run per setting, named as before; the images of a record set go through the vision
+    tower once per batch for all the rows that share them, once more per downsampling budget."""
+    import ltopd.bench.evaluate as evaluate_module
+
     settings = _env(tmp_path, monkeypatch)
     tok = None
     for bench in ("pope", "mmbench"):
@@ -82,39 +86,60 @@ def test_group_job_writes_the_per_setting_jobs_bytes(tmp_path, monkeypatch):
         tok = tok or build_tokenizer([r["question"] for r in records] * 3, 400)
     save_backbone(twin_backbone("qwen35-tiny", tok, seed=0), tmp_path / "model")
     spec = json.dumps({"profile": "t", "reduction": {"floor": 1}, "evaluation": {"batch_size": 4}})
-    common = ["--spec", spec, "--backbone", "b", "--model", str(tmp_path / "model"), "--method", "divprune"]
-    grid = [(b, bench) for bench in ("pope", "mmbench") for b in (0.05, 0.2)]
-    targets = [{"budget": b, "benchmark": bench, "records": str(tmp_path / "records" / bench),
-                "out_dir": str(tmp_path / "group" / bench / f"{b:g}")} for b, bench in grid]
+    common = ["--spec", spec, "--backbone", "b", "--model", str(tmp_path / "model")]
+    rows = [("full", 1.0), ("blind", 1.0)] + [(m, b) for m in ("divprune", "random", "downsample") for b in (0.05, 0.2)]
+    grid = [(m, b, bench) for bench in ("pope", "mmbench") for m, b in rows]
+    targets = [{"method": m, "budget": b, "benchmark": bench, "records": str(tmp_path / "records" / bench),
+                "out_dir": str(tmp_path / "group" / m / bench / f"{b:g}")} for m, b, bench in grid]
+    passes = []
+    original = evaluate_module.evaluate_settings
+    monkeypatch.setattr(evaluate_module, "evaluate_settings", lambda bb, recs, bench, s, *a, **k: passes.append(
+        (bench, len(s))) or original(bb, recs, bench, s, *a, **k))
     assert main(["evaluate-group", *common, "--seed", "0", "--settings", json.dumps(targets)]) == 0
-    for b, bench in grid:
-        one = tmp_path / "one" / bench / f"{b:g}"
-        assert main(["evaluate", *common, "--records", str(tmp_path / "records" / bench), "--budget", str(b),
-                     "--benchmark", bench, "--seed", "0", "--out-dir", str(one)]) == 0
-        group = tmp_path / "group" / bench / f"{b:g}"
-        assert (group / "predictions.jsonl").read_bytes() == (one / "predictions.jsonl").read_bytes()
+    # per benchmark: full and the 4 selector settings share a pass; blind; one per downsampling budget
+    assert sorted(passes) == sorted([(bench, n) for bench in ("pope", "mmbench") for n in (5, 1, 1, 1)])
+    for m, b, bench in grid:
+        one = tmp_path / "one" / m / bench / f"{b:g}"
+        assert main(["evaluate", *common, "--method", m, "--records", str(tmp_path / "records" / bench),
+                     "--budget", str(b), "--benchmark", bench, "--seed", "0", "--out-dir", str(one)]) == 0
+        group = tmp_path / "group" / m / bench / f"{b:g}"
+        assert (group / "predictions.jsonl").read_bytes() == (one / "predictions.jsonl").read_bytes(), (m, b, bench)
         m_group, m_one = (json.loads((d / "metrics.json").read_text()) for d in (group, one))
         timing = {"wall_s", "questions_per_s", "settings_per_pass"}
         assert ({k: v for k, v in m_group.items() if k not in timing}
                 == {k: v for k, v in m_one.items() if k not in timing})
-        assert m_group["settings_per_pass"] == 2 and m_one["settings_per_pass"] == 1
+        assert m_group["settings_per_pass"] == (5 if m in ("full", "divprune", "random") else 1)
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(settings.tracking_uri)
     exp = client.get_experiment_by_name("e")
     names = sorted(r.info.run_name for r in client.search_runs([exp.experiment_id]))
-    assert names.count("divprune@5% b pope s0 (evaluate)") == 2 and len(names) == 8
+    assert names.count("divprune@5% b pope s0 (evaluate)") == 2 and len(names) == 2 * len(grid)
+
+
+def test_a_settings_item_without_a_method_is_the_method_flags():
+    from ltopd.pipeline.evaluate import EvalTarget, parse_targets
+
+    item = {"budget": 0.05, "benchmark": "pope", "records": "r", "out_dir": "o"}
+    assert parse_targets(json.dumps([item]), "dart") == [EvalTarget("dart", 0.05, "pope", "r", "o")]
+    assert parse_targets(json.dumps([{**item, "method": "full"}]), "dart")[0].method == "full"
+    with pytest.raises(ValueError, match="item 0 names no method"):
+        parse_targets(json.dumps([item]))
 
 
 def test_groups_cover_the_grid_once():
-    from ltopd import config, grid
+    from ltopd import catalog, config, grid
 
     for profile in ("config/default.yaml", "config/smoke.yaml", "config/paper.yaml"):
         cfg = config.load(profile)
         groups = grid.eval_groups(cfg)
         flat = [j for jobs in groups.values() for j in jobs]
         assert sorted(map(repr, flat)) == sorted(map(repr, grid.eval_jobs(cfg)))
-        assert all({(j.backbone, j.method, j.seed) for j in jobs} == {key} for key, jobs in groups.items())
+        assert all({(j.backbone, grid.group_student(j.method), j.seed) for j in jobs} == {key}
+                   for key, jobs in groups.items())
+        # one group per (backbone, seed) for the rows that load the backbone, one per student
+        assert {k for k in groups if k[1] is None} == {(j.backbone, None, j.seed) for j in grid.eval_jobs(cfg)
+                                                       if catalog.METHODS[j.method].kind != "trained"}
         names = [grid.group_name(*key) for key in groups]
         assert len(set(names)) == len(names) and all(n.isidentifier() for n in names)
 
@@ -189,8 +214,8 @@ def test_snakemake_passes_a_twins_evidence_to_its_evaluations_only():
 
     evidence = yaml.safe_load((ROOT / "config" / "default.yaml").read_text())["backbones"]["qwen35-tiny"]["evidence"]
     assert "pope" in evidence
-    assert f'"evidence": {json.dumps(evidence)}' in command("evaluate_qwen35_tiny_full_s0")
-    assert '"evidence"' not in command("evaluate_glm46v_tiny_full_s0")
+    assert f'"evidence": {json.dumps(evidence)}' in command("evaluate_qwen35_tiny_s0")
+    assert '"evidence"' not in command("evaluate_glm46v_tiny_s0")
 
 
 def test_by_hand_evaluation_reads_the_backbones_evidence_from_the_profile(tmp_path, monkeypatch):

@@ -143,10 +143,14 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
     runs = client.search_runs([exp.experiment_id], "tags.rule = 'evaluate'")
     import yaml
 
-    from ltopd.grid import eval_jobs
+    from ltopd.grid import eval_groups, eval_jobs
 
     cfg = yaml.safe_load((repo / "config" / "smoke.yaml").read_text())
     assert len(runs) == sum(1 for _ in eval_jobs(cfg)) == 38 and all(r.info.status == "FINISHED" for r in runs)
+    # 38 settings in 13 evaluation jobs: one per student, one per (backbone, seed) for the
+    # training-free rows (18 jobs when each method had its own)
+    jobs = list((out / "logs" / "evaluate").rglob("*.benchmark.tsv"))
+    assert len(jobs) == len(eval_groups(cfg)) == 13
     for bench in ("vstar", "pope"):
         job = out / "results" / "eval" / "qwen35-tiny" / "cdpruner" / "0.05" / bench / "seed0"
         metrics = json.loads((job / "metrics.json").read_text())
@@ -405,19 +409,21 @@ def test_a_killed_training_job_resumes_to_the_pipelines_weights(snake_run, tmp_p
 
 
 def test_grouped_evaluation_equals_one_job_per_setting(snake_run, tmp_path):
-    """The pipeline's evaluate_* groups write, byte for byte, the predictions that `ltopd evaluate`
-    writes for one setting at a time (the group shares one vision pass across its budgets)."""
+    """The pipeline's evaluate_* group of a backbone's training-free rows (full, blind, CDPruner,
+    the downsampling control) writes, byte for byte, the predictions that `ltopd evaluate` writes
+    for one setting at a time (the group shares one vision pass across its rows)."""
     from ltopd import catalog, config, grid
 
     repo, _ = snake_run
     cfg = config.load(repo / "config" / "smoke.yaml")
     groups = grid.eval_groups(cfg)
-    key = max((k for k in groups if catalog.METHODS[k[1]].kind == "selector"), key=lambda k: len(groups[k]))
+    key = max((k for k in groups if k[1] is None), key=lambda k: len(groups[k]))
     jobs = groups[key]
+    assert {catalog.METHODS[j.method].kind for j in jobs} == {"reference", "selector", "resize"}
     p = grid.paths(cfg)
     for j in jobs:
         fields = dict(backbone=j.backbone, method=j.method, budget=j.budget_tag, benchmark=j.benchmark, seed=j.seed)
-        out = tmp_path / f"{j.budget_tag}-{j.benchmark}"
+        out = tmp_path / f"{j.method}-{j.budget_tag}-{j.benchmark}"
         _run([str(BIN / "ltopd"), "evaluate", "--config", "config/smoke.yaml", "--backbone", j.backbone,
               "--model", grid.model_path(cfg, j.backbone), "--records", p["bench"].format(**fields),
               "--method", j.method, "--budget", j.budget_tag, "--benchmark", j.benchmark, "--seed", str(j.seed),

@@ -87,9 +87,9 @@ def test_dry_run_plans_training_and_evaluation(dry_run) -> None:
     first = cfg["grid"]["backbones"][0]
     assert {(j["wildcards"]["backbone"], j["wildcards"]["method"]) for j in jobs if j["rule"] == "train"} == \
         {(first, m) for m in trained}
+    table2 = set(table2_methods(cfg))
     groups = {group_name(*key) for key, settings in eval_groups(cfg).items()
-              if key[1] in table2_methods(cfg)
-              and any(j in set(grid_jobs(cfg)) and j.backbone == first for j in settings)}
+              if any(j.method in table2 and j in set(grid_jobs(cfg)) and j.backbone == first for j in settings)}
     assert {j["name"] for j in jobs if j["rule"] == "evaluate"} == groups
 
 

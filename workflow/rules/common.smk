@@ -66,12 +66,12 @@ def release_spec(wildcards):
     return spec("pretrain", "reduction", "world", "evaluation", backbones=one)
 
 
-def eval_group_spec(backbone, method):
+def eval_group_spec(backbone, student):
     """An evaluation depends on the floor and batch size; a trained student's also on the selector
     it was trained with (changing training.selector reruns exactly those evaluations); a twin's on
     the benchmarks it answers evidence-first (asked with their instruction)."""
     extra = {}
-    if catalog.METHODS[method].kind == "trained":
+    if student is not None:
         extra["training"] = {"selector": grid.reduction_defaults(config).selector}
     if config["backbones"][backbone].get("evidence"):
         extra["evidence"] = config["backbones"][backbone]["evidence"]
@@ -85,7 +85,7 @@ def eval_path(key, job):
 
 def eval_group_settings(jobs):
     """The group's settings for `ltopd evaluate-group --settings` (records and output folders)."""
-    return json.dumps([{"budget": j.budget, "benchmark": j.benchmark,
+    return json.dumps([{"method": j.method, "budget": j.budget, "benchmark": j.benchmark,
                         "records": PATHS["bench"].format(benchmark=j.benchmark, seed=j.seed),
                         "out_dir": str(Path(eval_path("eval_metrics", j)).parent)} for j in jobs])
 
@@ -100,24 +100,24 @@ EVAL_RESOURCES = {k: profile_setting(v)
                   for k, v in dict(workflow.resource_settings.overwrite_resources.get("evaluate", {})).items()}
 
 
-def eval_model(backbone, method, seed):
-    """The weights an evaluation group loads: a trained method's student, else the backbone."""
-    if catalog.METHODS[method].kind == "trained":
-        return PATHS["student"].format(backbone=backbone, method=method, seed=seed)
+def eval_model(backbone, student, seed):
+    """The weights an evaluation group loads: a trained method's student, else (None) the backbone."""
+    if student is not None:
+        return PATHS["student"].format(backbone=backbone, method=student, seed=seed)
     return grid.model_path(config, backbone)
 
 
-def eval_model_input(backbone, method, seed):
+def eval_model_input(backbone, student, seed):
     """eval_model as an input edge (none for a built release: backbone_weights)."""
-    if catalog.METHODS[method].kind == "trained":
-        return eval_model(backbone, method, seed)
+    if student is not None:
+        return eval_model(backbone, student, seed)
     return backbone_weights(backbone)
 
 
-def eval_release_weights(backbone, method):
+def eval_release_weights(backbone, student):
     """release_weights for an evaluation of the backbone itself; a student's evaluation reruns
     when its training does (the student folder is its input)."""
-    return "" if catalog.METHODS[method].kind == "trained" else release_weights(backbone)
+    return "" if student is not None else release_weights(backbone)
 
 
 def job_code(job):

@@ -1,4 +1,4 @@
-# Evaluation: each benchmark's records built once per seed, then one job per model of the grid:
+# Evaluation: each benchmark's records built once per seed, then one job per model and seed of the grid:
 # predictions + official metrics per (budget, benchmark) setting.
 
 
@@ -23,44 +23,44 @@ rule bench_records:
         "--out {output} --rule bench_records > {log} 2>&1"
 
 
-# One evaluation job per model (backbone, method, seed): it loads the model and the records once
-# and runs each image through the vision tower once for all of its (budget, benchmark) settings.
-# Each setting still gets its own predictions.jsonl + metrics.json (and MLflow run), so the
-# tables read them as before. A profile's `evaluate` threads and resources (set-threads,
+# One evaluation job per model and seed: a trained student, or a backbone for all of its
+# training-free rows (full, blind, the selectors at every budget, the downsampling control). It
+# loads the model and the records once and runs each image through the vision tower once for all
+# of its settings that see the same pixels (the downsampling control's resized images get their
+# own pass). Each setting still gets its own predictions.jsonl + metrics.json (and MLflow run), so
+# the tables read them as before. A profile's `evaluate` threads and resources (set-threads,
 # set-resources) apply to every evaluate_* rule.
-for (_bb, _method, _seed), _jobs in grid.eval_groups(config).items():
+for (_bb, _student, _seed), _jobs in grid.eval_groups(config).items():
 
     rule:
         name:
-            grid.group_name(_bb, _method, _seed)
+            grid.group_name(_bb, _student, _seed)
         input:
-            model=eval_model_input(_bb, _method, _seed),
+            model=eval_model_input(_bb, _student, _seed),
             records=sorted({PATHS["bench"].format(benchmark=j.benchmark, seed=_seed) for j in _jobs}),
             code=job_code("evaluate"),
         output:
             metrics=[eval_path("eval_metrics", j) for j in _jobs],
             predictions=[eval_path("eval_predictions", j) for j in _jobs],
         params:
-            spec=eval_group_spec(_bb, _method),
-            model=model_arg(lambda wildcards, path=eval_model(_bb, _method, _seed): path),
-            weights=eval_release_weights(_bb, _method),
+            spec=eval_group_spec(_bb, _student),
+            model=model_arg(lambda wildcards, path=eval_model(_bb, _student, _seed): path),
+            weights=eval_release_weights(_bb, _student),
             settings=eval_group_settings(_jobs),
             backbone=_bb,
-            method=_method,
             seed=_seed,
         threads: EVAL_THREADS
         resources:
             **EVAL_RESOURCES,
         log:
-            f"{PATHS['logs']}/evaluate/{_bb}/{_method}-seed{_seed}.log",
+            f"{PATHS['logs']}/evaluate/{_bb}/{_student or 'training_free'}-seed{_seed}.log",
         benchmark:
-            f"{PATHS['logs']}/evaluate/{_bb}/{_method}-seed{_seed}.benchmark.tsv",
+            f"{PATHS['logs']}/evaluate/{_bb}/{_student or 'training_free'}-seed{_seed}.benchmark.tsv",
         conda:
             "../../envs/ltopd.yaml"
         shell:
             "ltopd evaluate-group --spec {params.spec:q} --backbone {params.backbone} --model {params.model} "
-            "--method {params.method} --seed {params.seed} --settings {params.settings:q} "
-            "--threads {threads} --rule evaluate > {log} 2>&1"
+            "--seed {params.seed} --settings {params.settings:q} --threads {threads} --rule evaluate > {log} 2>&1"
 
 
 rule all_evaluations:

@@ -56,7 +56,8 @@ class DownsampledProcessor(ImageTextProcessor):
         unit = int(ip.patch_size * ip.merge_size) ** 2 * _BUDGETED_FRAMES[type(ip)](ip)  # pixels per token
         parts = []
         for image in images:
-            full = self.base.tokens_per_image(self.base.process_images([image]))[0]
+            self.check_image(image)
+            full = self.base.tokens_for_size(image.height, image.width)  # the count alone: no full-size pass
             keep = keep_count(full, self.ratio, self.floor)
             size = {"shortest_edge": ip.size["shortest_edge"], "longest_edge": keep * unit}
             out = ip(images=[image], size=size, return_tensors="pt")

@@ -130,6 +130,11 @@ class ImageTextProcessor:
         """Placeholder count of each image (post-merger tokens)."""
         return (vision["image_grid_thw"].prod(-1) // self.merge_size**2).tolist()
 
+    def tokens_for_size(self, height: int, width: int) -> int:
+        """tokens_per_image of an image of this size, from the image processor's own resize rule
+        (its `get_number_of_image_patches`), without processing any pixels."""
+        return int(self.image_processor.get_number_of_image_patches(height, width)) // self.merge_size**2
+
     def expand_placeholders(self, text: str, counts: Sequence[int]) -> str:
         """Write the i-th image slot (`<|image_pad|>`, with or without the protocol's vision markers)
         of `text` as the family's span with counts[i] placeholder tokens."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def kind(rule: str) -> str:
-    """The job kind a rule counts as: evaluate_<backbone>_<method>_s<seed> groups are "evaluate"."""
+    """The job kind a rule counts as: the evaluate_<backbone>[_<student>]_s<seed> groups are "evaluate"."""
     return "evaluate" if rule.startswith("evaluate_") else rule
 
 
@@ -31,20 +31,22 @@ def describe_job(rule: str, wildcards: Mapping[str, object], message: str | None
 def describe_group(outputs: Sequence[str]) -> str | None:
     """"evaluate qwen35-tiny dart seed 0: 4 budgets x 9 benchmarks (36 settings)" from an
     evaluation group's outputs (.../eval/<backbone>/<method>/<budget>/<benchmark>/seed<k>/...);
-    None when they are not one model's evaluations."""
+    a backbone's training-free group names its methods ("full, cdpruner: ..."). None when they
+    are not one backbone's evaluations at one seed."""
     settings = set()
     for path in outputs:
         parts = Path(path).parts
         if "eval" in parts and len(parts) > parts.index("eval") + 5:
             i = parts.index("eval")
             settings.add(parts[i + 1:i + 6])
-    models = {(bb, method, seed) for bb, method, _, _, seed in settings}
+    models = {(bb, seed) for bb, _, _, _, seed in settings}
     if len(models) != 1:
         return None
-    (backbone, method, seed), = models
+    (backbone, seed), = models
+    methods = sorted({s[1] for s in settings})
     budgets, benchmarks = {s[2] for s in settings}, {s[3] for s in settings}
     plural = "budget" if len(budgets) == 1 else "budgets"
-    return (f"evaluate {backbone} {method} seed {seed.removeprefix('seed')}: {len(budgets)} {plural} x "
+    return (f"evaluate {backbone} {', '.join(methods)} seed {seed.removeprefix('seed')}: {len(budgets)} {plural} x "
             f"{len(benchmarks)} benchmarks ({len(settings)} settings)")
 
 

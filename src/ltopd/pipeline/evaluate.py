@@ -1,9 +1,13 @@
-"""The evaluation job: one model, every (budget, benchmark) setting of its group.
+"""The evaluation job: one model, every (method, budget, benchmark) setting of its group.
 
-The model and each benchmark's records are loaded once; each batch's images run through the
-vision tower once for all of the group's budgets (ltopd.bench.evaluate.evaluate_settings). The
-outputs are those of one evaluation per setting: `predictions.jsonl` and `metrics.json` in the
-setting's folder and one MLflow run named after it, so tables and `ltopd score` read them as before.
+A group is a trained student's settings, or every training-free row of a backbone (full tokens,
+blind, each selector at each budget, the downsampling control: ltopd.grid.eval_groups). The model
+and each benchmark's records are loaded once; each batch's images run through the vision tower
+once for all of the settings that see the same pixels (ltopd.bench.evaluate.evaluate_settings):
+the full-token row and every selector share one pass, the blind row sees no image, and each
+downsampling budget has its own resized images, hence its own pass. The outputs are those of one
+evaluation per setting: `predictions.jsonl` and `metrics.json` in the setting's folder and one
+MLflow run named after it, so tables and `ltopd score` read them as before.
 """
 from __future__ import annotations
 
@@ -20,23 +24,42 @@ from ltopd.tracking import Settings
 
 @dataclass(frozen=True)
 class EvalTarget:
-    """One setting of a group: where its records are and where its outputs go."""
+    """One setting of a group: its method, where its records are and where its outputs go."""
 
+    method: str
     budget: float
     benchmark: str
     records: str
     out_dir: str
 
 
-def parse_targets(text: str) -> list[EvalTarget]:
-    """The --settings JSON: [{"budget", "benchmark", "records", "out_dir"}, ...]."""
-    items = json.loads(text)
-    return [EvalTarget(float(t["budget"]), t["benchmark"], t["records"], t["out_dir"]) for t in items]
+def parse_targets(text: str, method: str | None = None) -> list[EvalTarget]:
+    """The --settings JSON: [{"method", "budget", "benchmark", "records", "out_dir"}, ...]; a
+    target without "method" is `method`'s (--method)."""
+    targets = []
+    for i, t in enumerate(json.loads(text)):
+        if "method" not in t and method is None:
+            raise ValueError(f"--settings item {i} names no method; give it a \"method\" field or pass --method")
+        targets.append(EvalTarget(t.get("method", method), float(t["budget"]), t["benchmark"], t["records"],
+                                  t["out_dir"]))
+    return targets
 
 
-def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, method: str, seed: int,
-              model: str, targets: Sequence[EvalTarget], rule: str = "evaluate",
-              progress: bool = True) -> list[dict[str, Any]]:
+def vision_pass(method: str, ratio: float) -> tuple[str, float]:
+    """Which pass over a record set's images a setting reads: the blind row's (no image), a
+    downsampling budget's own (its images resized), or the shared one (the processor's images,
+    every selector choosing from the same features)."""
+    from ltopd.catalog import METHODS
+
+    if not METHODS[method].images:
+        return ("blind", 1.0)
+    if METHODS[method].kind == "resize":
+        return ("resize", ratio)
+    return ("shared", 1.0)
+
+
+def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, seed: int, model: str,
+              targets: Sequence[EvalTarget], rule: str = "evaluate", progress: bool = True) -> list[dict[str, Any]]:
     """Evaluate `model` on every target; returns the metrics written, in target order."""
     from ltopd.bench.evaluate import evaluate_settings
     from ltopd.bench.evidence import instructed, text_only
@@ -53,30 +76,33 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, meth
     by_benchmark: dict[tuple[str, str], list[int]] = {}
     for i, t in enumerate(targets):
         by_benchmark.setdefault((t.benchmark, t.records), []).append(i)
-    for (benchmark, records_dir), idx in by_benchmark.items():
+    for (benchmark, records_dir), in_set in by_benchmark.items():
         records = load_saved(records_dir)
-        setups = [eval_setting(method, targets[i].budget, train_selector) for i in idx]
         if benchmark in spec.get("evidence", ()):  # a twin taught to answer it evidence-first is asked so
             records = [instructed(r, benchmark) for r in records]
-        if not METHODS[method].images:  # the blind twin (a known method: eval_setting checked it)
-            records = [text_only(r) for r in records]
-        if METHODS[method].kind == "resize":  # the downsampling control: each budget its own smaller images
-            results = [evaluate_settings(downsampled(backbone, ratio, floor), records, benchmark, [(1.0, None)],
-                                         floor, batch_size, seed=seed, progress=progress)[0] for ratio, _ in setups]
-        else:
-            results = evaluate_settings(backbone, records, benchmark, setups, floor, batch_size, seed=seed,
-                                        progress=progress)
-        for i, (ratio, selector), (rows, metrics) in zip(idx, setups, results, strict=True):
-            t = targets[i]
-            key = {"backbone": backbone_name, "method": method, "budget": t.budget, "benchmark": benchmark,
-                   "seed": seed}
-            meta = {**key, "model": model, "ratio": ratio, "selector": selector if ratio < 1 else None,
-                    "images": METHODS[method].images, "downsampled": METHODS[method].kind == "resize"}
-            written[i] = write_setting(Path(t.out_dir), rows, {**meta, **metrics}, settings, rule, key, spec,
-                                       {"model": model, "records": records_dir})
-            print(f"{benchmark} | {backbone_name} {method} at {t.budget:g} (seed {seed}): "
-                  f"score {metrics['score']:.2f}, {metrics['n']} questions, {metrics['n_unparsed']} unparsed",
-                  flush=True)
+        setups = {i: eval_setting(targets[i].method, targets[i].budget, train_selector) for i in in_set}
+        passes: dict[tuple[str, float], list[int]] = {}
+        for i in in_set:
+            passes.setdefault(vision_pass(targets[i].method, setups[i][0]), []).append(i)
+        for (kind, ratio), idx in passes.items():
+            if kind == "resize":  # the downsampling control: the model sees every token of the smaller images
+                results = evaluate_settings(downsampled(backbone, ratio, floor), records, benchmark, [(1.0, None)],
+                                            floor, batch_size, seed=seed, progress=progress) * len(idx)
+            else:  # the blind row: the same questions with their images removed
+                seen = [text_only(r) for r in records] if kind == "blind" else records
+                results = evaluate_settings(backbone, seen, benchmark, [setups[i] for i in idx], floor, batch_size,
+                                            seed=seed, progress=progress)
+            for i, (rows, metrics) in zip(idx, results, strict=True):
+                t, (ratio_i, selector) = targets[i], setups[i]
+                key = {"backbone": backbone_name, "method": t.method, "budget": t.budget, "benchmark": benchmark,
+                       "seed": seed}
+                meta = {**key, "model": model, "ratio": ratio_i, "selector": selector if ratio_i < 1 else None,
+                        "images": METHODS[t.method].images, "downsampled": kind == "resize"}
+                written[i] = write_setting(Path(t.out_dir), rows, {**meta, **metrics}, settings, rule, key, spec,
+                                           {"model": model, "records": records_dir})
+                print(f"{benchmark} | {backbone_name} {t.method} at {t.budget:g} (seed {seed}): "
+                      f"score {metrics['score']:.2f}, {metrics['n']} questions, {metrics['n_unparsed']} unparsed",
+                      flush=True)
     return [written[i] for i in range(len(targets))]
 
 
@@ -106,13 +132,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from ltopd.pipeline.spec import add_source
 
     for name, help in (("evaluate", "predict and score one (backbone, method, budget, benchmark, seed)"),
-                       ("evaluate-group", "predict and score every (budget, benchmark) setting of one model "
-                                          "(backbone, method, seed)")):
+                       ("evaluate-group", "predict and score every (method, budget, benchmark) setting of one "
+                                          "model (a backbone's training-free rows, or one student) at one seed")):
         s = sub.add_parser(name, help=help)
         add_source(s, "evaluate")
         s.add_argument("--backbone", required=True, help="backbone name (recorded with the results)")
         s.add_argument("--model", required=True, help="model folder (twin, checkpoint or trained student)")
-        s.add_argument("--method", required=True, help="grid method: full, a selector, or a trained method")
+        s.add_argument("--method", required=name == "evaluate",
+                       help="grid method: full, blind, a selector, downsample or a trained method"
+                       + ("" if name == "evaluate" else " (of every --settings item that names none)"))
         s.add_argument("--seed", type=int, required=True, help="evaluation seed")
         s.add_argument("--threads", type=int, default=1, help="torch CPU threads")
         if name == "evaluate":
@@ -121,8 +149,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             s.add_argument("--budget", type=float, required=True, help="visual-token budget (1 for full)")
             s.add_argument("--out-dir", required=True, help="gets predictions.jsonl and metrics.json")
         else:
-            s.add_argument("--settings", required=True, help='JSON list of {"budget", "benchmark", "records", '
-                           '"out_dir"}: the group\'s settings (rule evaluate_*)')
+            s.add_argument("--settings", required=True, help='JSON list of {"method", "budget", "benchmark", '
+                           '"records", "out_dir"}: the group\'s settings (rule evaluate_*)')
         s.set_defaults(func=main)
 
 
@@ -140,10 +168,11 @@ def main(args: Any) -> int:
     entry = spec.pop("backbones").get(args.backbone, {})
     spec.setdefault("evidence", entry.get("evidence", []))
     if getattr(args, "settings", None):
-        targets = parse_targets(args.settings)
+        targets = parse_targets(args.settings, args.method)
     else:
-        targets = [EvalTarget(args.budget, args.benchmark, args.records, args.out_dir)]
-    run_group(spec, settings, args.backbone, args.method, args.seed, args.model, targets, rule=args.rule)
-    print(f"{args.backbone} {args.method} seed {args.seed}: {len(targets)} settings in "
+        targets = [EvalTarget(args.method, args.budget, args.benchmark, args.records, args.out_dir)]
+    run_group(spec, settings, args.backbone, args.seed, args.model, targets, rule=args.rule)
+    methods = ", ".join(dict.fromkeys(t.method for t in targets))
+    print(f"{args.backbone} {methods} seed {args.seed}: {len(targets)} settings in "
           f"{time.perf_counter() - start:.1f} s")
     return 0
