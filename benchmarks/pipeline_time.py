@@ -1,11 +1,16 @@
 """Where the default pipeline's time goes, from Snakemake's own per-job benchmark files.
 
-    python benchmarks/pipeline_time.py --workdir /tmp/clone [--run --cores 2] [--flops]
+    python benchmarks/pipeline_time.py --workdir /tmp/clone [--run --cores 2] [--configfile config/smoke.yaml]
+        [--flops]
 
---run first runs `snakemake --cores N --logger=ltopd results/table2.csv` in --workdir (a clean
-clone: "from empty") and times it. Then, from <out_root>/logs/**/*.benchmark.tsv (every rule
-writes one), it prints per stage (LT-14K, twins, trainings, evaluations, tables) the jobs, their
-summed wall and CPU seconds, and per job class the mean CPU-seconds per job. --flops measures the
+--run first runs `snakemake --cores N --logger=ltopd <the profile's Table 2>` in --workdir (a clean
+clone: "from empty") and times it, with the Snakemake process's own CPU (its /proc utime + stime,
+sampled while it runs: the DAG, parameter functions, scheduler and logger, not its jobs) beside
+the whole run's (the process and every job it waited for). Then, from
+<out_root>/logs/**/*.benchmark.tsv (every rule writes one), it prints per stage (LT-14K, twins,
+trainings, evaluations, tables) the jobs, their summed wall and CPU seconds, and per job class the
+mean CPU-seconds per job; then the disk footprint of out_root per folder (what the run added,
+with --run). --flops measures the
 evaluation's questions per CPU-second on one thread against the FLOP-bound rate of the default
 twin (its FLOPs per question counted by torch's FlopCounterMode on the real evaluation path,
 over the GEMM rate of this core).
@@ -14,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import subprocess
 import sys
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -61,6 +68,76 @@ def stage_table(jobs: list[tuple[str, float, float]], run_wall: float | None) ->
     return "\n".join(lines)
 
 
+def own_cpu(pid: int) -> float:
+    """CPU seconds process ``pid`` itself has used (utime + stime of /proc/<pid>/stat; its
+    children's are not included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_snakemake(cmd: list[str], cwd: Path, every: float = 0.5) -> tuple[int, float, float, float]:
+    """Run ``cmd``; (exit code, wall s, the process's own CPU s, CPU s of the process and every
+    descendant it waited for). The own CPU is sampled every ``every`` seconds until it exits (the
+    last sample: at most ``every`` seconds of it are missed)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd)
+    own = [0.0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            try:
+                own[0] = own_cpu(proc.pid)
+            except (OSError, ValueError, IndexError):  # exited: /proc/<pid> is gone or a zombie's
+                return
+            done.wait(every)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    done.set()
+    sampler.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, time.perf_counter() - start, own[0], usage.ru_utime + usage.ru_stime
+
+
+def disk_usage(path: Path, seen: set[tuple[int, int]] | None = None) -> int:
+    """Bytes allocated on disk under ``path`` (st_blocks; a file hard-linked twice counts once)."""
+    seen = set() if seen is None else seen
+    total = 0
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            st = os.lstat(os.path.join(root, name))
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
+    return total
+
+
+def folder_sizes(root: Path) -> dict[str, int]:
+    """Disk usage of each entry of ``root`` (folders below ``data/`` one level deeper: the LT-14K
+    and benchmark records apart), hard links counted once across all of them."""
+    seen: set[tuple[int, int]] = set()
+    out = {}
+    for entry in sorted(root.iterdir()) if root.is_dir() else []:
+        parts = sorted(entry.iterdir()) if entry.name == "data" and entry.is_dir() else [entry]
+        for part in parts:
+            out[str(part.relative_to(root))] = (disk_usage(part, seen) if part.is_dir() and not part.is_symlink()
+                                               else os.lstat(part).st_blocks * 512)
+    return out
+
+
+def disk_table(after: dict[str, int], before: dict[str, int] | None = None) -> str:
+    """Per folder of out_root: its size, or with ``before`` what the run added (grown entries only)."""
+    grown = {k: v - (before or {}).get(k, 0) for k, v in after.items()}
+    rows = {k: v for k, v in grown.items() if v > 0} if before is not None else after
+    what = "added by the run" if before is not None else "on disk"
+    lines = [f"| folder of out_root | {what} (MB) |", "|---|---|"]
+    lines += [f"| {k} | {v / 1e6:.1f} |" for k, v in sorted(rows.items(), key=lambda kv: -kv[1])]
+    lines.append(f"| all | {sum(rows.values()) / 1e6:.1f} |")
+    return "\n".join(lines)
+
+
 def gemm_flops(n: int = 512, repeats: int = 20) -> float:
     """FLOP/s of one float32 GEMM on one thread (the bound a dense model's matmuls can reach)."""
     import torch
@@ -73,7 +150,7 @@ def gemm_flops(n: int = 512, repeats: int = 20) -> float:
     return 2 * n**3 * repeats / (time.process_time() - t)
 
 
-def flop_table(workdir: Path, items: int) -> str:
+def flop_table(workdir: Path, items: int, profile: str) -> str:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -84,7 +161,7 @@ def flop_table(workdir: Path, items: int) -> str:
     from ltopd.models.loading import load_backbone
 
     torch.set_num_threads(1)
-    cfg = config.load(workdir / "config" / "default.yaml")
+    cfg = config.load(workdir / profile)
     backbone = cfg["grid"]["backbones"][0]
     bb = load_backbone(workdir / model_path(cfg, backbone))
     bb.model.requires_grad_(False)  # FlopCounterMode's module hooks trip over leaf weights passed as arguments
@@ -115,26 +192,33 @@ def main() -> None:
     ap.add_argument("--workdir", type=Path, default=Path("."))
     ap.add_argument("--run", action="store_true", help="run the default pipeline in --workdir first")
     ap.add_argument("--cores", default="2")
-    ap.add_argument("--target", default="results/table2.csv")
+    ap.add_argument("--configfile", default="config/default.yaml", help="the profile (relative to --workdir)")
+    ap.add_argument("--target", help="what --run builds (default: the profile's Table 2)")
     ap.add_argument("--flops", action="store_true", help="also measure evaluation against the FLOP bound")
     ap.add_argument("--items", type=int, default=120, help="questions per benchmark for --flops")
     args = ap.parse_args()
-    run_wall = None
-    if args.run:
-        start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", args.cores, "--logger=ltopd",
-                               args.target], cwd=args.workdir)
-        run_wall = time.perf_counter() - start
-        if proc.returncode:
-            sys.exit(f"snakemake failed (exit {proc.returncode}) after {run_wall:.0f} s")
-    from ltopd import config
+    from ltopd import config, grid
 
-    cfg = config.load(args.workdir / "config" / "default.yaml")
-    logs = args.workdir / cfg["out_root"] / "logs"
-    print(stage_table(read_jobs(logs), run_wall))
+    cfg = config.load(args.workdir / args.configfile)
+    out_root = args.workdir / cfg["out_root"]
+    target = args.target or grid.table_outputs(cfg, "table2")["csv"]
+    run_wall = before = None
+    if args.run:
+        before = folder_sizes(out_root)
+        code, run_wall, own, total = run_snakemake(
+            [sys.executable, "-m", "snakemake", "--cores", args.cores, "--configfile", args.configfile,
+             "--logger=ltopd", target], args.workdir)
+        if code:
+            sys.exit(f"snakemake failed (exit {code}) after {run_wall:.0f} s")
+    print(stage_table(read_jobs(out_root / "logs"), run_wall))
+    if args.run:
+        print(f"\nSnakemake process's own CPU: {own:.1f} s of the run's {total:.1f} CPU-s "
+              f"({100 * own / total:.1f}%)")
+    print()
+    print(disk_table(folder_sizes(out_root), before))
     if args.flops:
         print()
-        print(flop_table(args.workdir, args.items))
+        print(flop_table(args.workdir, args.items, args.configfile))
 
 
 if __name__ == "__main__":

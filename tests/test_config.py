@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -269,3 +270,27 @@ def test_snakemake_names_file_key_value_and_allowed_values_of_a_bad_profile(smok
     text = "\n".join(lines)
     assert str(path) in text and "seedz" in text and "allowed keys" in text and "grid.budgets.1" in text
     assert "Failed validating" not in text and "Traceback" not in text
+
+
+def test_posing_verdicts_are_read_back_from_their_file_until_the_drawing_code_changes(tmp_path, monkeypatch):
+    """A parse reads a twin's posing verdict from the cache file instead of drawing 400 items
+    again; a verdict (error or None) survives the round trip, and other drawing code draws anew."""
+    import ltopd.bench.suites as suites
+
+    monkeypatch.setenv("LTOPD_CACHE_DIR", str(tmp_path))
+    draws = []
+    real = suites.synthetic_records
+
+    def counted(name, n, seed, world):
+        draws.append(name)
+        return real(name, n, seed, world)
+
+    monkeypatch.setattr(suites, "synthetic_records", counted)
+    narrow = json.dumps({"min_objects": 1, "max_objects": 1}, sort_keys=True)
+    ask = config._posing_error.__wrapped__  # past the in-memory cache: as a new parse would
+    first = [ask("pope", narrow), ask("vstar", "{}")]
+    assert draws == ["pope", "vstar"] and first[0] is not None and first[1] is None
+    assert [ask("pope", narrow), ask("vstar", "{}")] == first and draws == ["pope", "vstar"]
+    assert config.posing_cache_file() == tmp_path / "posable.json"
+    monkeypatch.setattr(config, "_drawing_code", lambda: {"bench/suites/pope.py": "edited"})
+    assert ask("pope", narrow) == first[0] and draws == ["pope", "vstar", "pope"]

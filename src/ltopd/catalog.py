@@ -96,7 +96,9 @@ class Table:
     measures Table 2's backbone.
     ``outputs``: the files it writes (of TABLE_OUTPUTS; a figure's are its data and its plot),
     ``figure_file`` its plot's file name where that is not its own, ``job`` the pipeline job that
-    builds it (default: its kind's, KIND_JOBS)."""
+    builds it (default: its kind's, KIND_JOBS), ``measured`` whether it reads the latency
+    protocol's measurements (results/efficiency/): DVC builds it in the stage that measures
+    (table5), not in Table 2's."""
 
     name: str
     title: str
@@ -105,6 +107,7 @@ class Table:
     outputs: tuple[str, ...] = ("csv", "md")
     figure_file: str = ""
     job: str = ""
+    measured: bool = False
 
     def __post_init__(self) -> None:
         if stray := [o for o in self.outputs if o not in TABLE_OUTPUTS]:
@@ -204,11 +207,11 @@ TABLES: dict[str, Table] = _index(
     Table("table6", "Table 6: RL algorithms vs LT-OPD", "study", _RL_STUDY),
     Table("table14", "Table 14: multi-image benchmarks", "study", ("full", STUDENT_SELECTOR, "epic", "ltopd")),
     Table("figure4", "Figure 4: compression-gap recovery", "study", _RL_STUDY, outputs=("csv", "figure")),
-    Table("table5", "Table 5: efficiency", "efficiency"),
+    Table("table5", "Table 5: efficiency", "efficiency", measured=True),
     Table("figure1_right", "Figure 1 (right): FLOPs ratio vs average retain ratio", "efficiency",
           outputs=("csv", "figure"), job="study_jobs"),  # from Table 2's rows and the analytic FLOPs
     Table("figure_pareto", "Average retain ratio vs measured cost, the Pareto front", "pareto",
-          outputs=("csv", "figure")),  # Table 2's rows on the latency protocol's costs
+          outputs=("csv", "figure"), measured=True),  # Table 2's rows on the latency protocol's costs
 )
 
 

@@ -422,7 +422,7 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
     root = Path(cfg["out_root"])
     # the tables from the evaluations; those from the efficiency measurements get their own stage
     built = tables(cfg)
-    measured = [t for t in built if TABLES[t].job == "efficiency_jobs" or TABLES[t].kind == "pareto"]
+    measured = [t for t in built if TABLES[t].measured]
     reported = [t for t in built if t not in measured]
     files = all_tables(cfg, reported)
     outputs = {t: table_outputs(cfg, t) for t in reported}

@@ -8,9 +8,8 @@ from pathlib import Path
 from transformers import PreTrainedTokenizerFast
 
 from ltopd.atomic import atomic_dir
-from ltopd.models import delta_rule, llava_mini
+from ltopd.models import fast_paths, llava_mini
 from ltopd.models.backbone import Backbone, family_ops
-from ltopd.models.patch_linear import linearize_patch_convs
 from ltopd.models.processor import ImageTextProcessor
 
 
@@ -37,8 +36,7 @@ def load_backbone(path: str | Path) -> Backbone:
             f"supported: {ops.model_class.__name__}"
         )
     model = ops.model_class.from_pretrained(directory, config=config, local_files_only=True).eval()
-    linearize_patch_convs(model)  # same weights, a matmul instead of a patch-wise convolution
-    delta_rule.install(model)  # Qwen3.5's Gated DeltaNet layers: the re-batched CPU kernels
+    fast_paths.install(model)  # same weights: patch convolutions as a matmul, the DeltaNet CPU kernels
     llava_mini.load_into(model, directory)  # a trained LLaVA-Mini student carries its module
     return Backbone(model=model, processor=ImageTextProcessor.from_pretrained(directory))
 

@@ -21,9 +21,8 @@ from transformers import (
     Qwen3_5Config,
 )
 
-from ltopd.models import delta_rule
+from ltopd.models import fast_paths
 from ltopd.models.backbone import Backbone, family_ops
-from ltopd.models.patch_linear import linearize_patch_convs
 from ltopd.models.processor import (
     ImageSpan,
     ImageTextProcessor,
@@ -237,8 +236,7 @@ def build_twin(name: str, tokenizer: PreTrainedTokenizerFast, seed: int = 42) ->
     with torch.random.fork_rng():  # seed the init without moving the caller's global RNG
         torch.manual_seed(seed)
         model = family_ops(config.model_type).model_class(config)
-    linearize_patch_convs(model)
-    delta_rule.install(model)  # as load_backbone: a built and a loaded twin compute alike
+    fast_paths.install(model)  # as load_backbone: a built and a loaded twin compute alike
     return model.eval()
 
 
