@@ -255,3 +255,26 @@ def resolve(package: str, ref: str) -> Callable[..., Any]:
     """The function a "module:function" reference names under ``package``."""
     module, _, name = ref.partition(":")
     return getattr(importlib.import_module(f"{package}.{module}"), name)
+
+
+def eval_setting(method: str, budget: float, train_selector: str | None = None) -> tuple[float, str | None]:
+    """(keep ratio, selector) an evaluation of ``method`` at ``budget`` runs with: the reference
+    keeps every token (``train_selector`` is then unused); a selector keeps ``budget`` of them
+    itself; the downsampling control ("resize") keeps ``budget`` of them by resizing the image,
+    with no selector (ltopd.models.downsample); a trained student is evaluated with the selector
+    it was trained with (the profile's ``training.selector``: CDPruner in the paper), which its
+    caller must pass."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; known: {sorted(METHODS)}")
+    kind = METHODS[method].kind
+    if not 0 < budget <= 1:
+        raise ValueError(f"budget must be in (0, 1], got {budget!r}")
+    if kind == "reference":
+        return 1.0, train_selector  # no selector runs at ratio 1
+    if kind == "selector":
+        return float(budget), method
+    if kind == "resize":
+        return float(budget), None
+    if train_selector is None:
+        raise ValueError(f"{method} is a trained method: give the selector it was trained with (training.selector)")
+    return float(budget), train_selector

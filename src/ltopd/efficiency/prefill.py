@@ -65,8 +65,7 @@ class CostPoint:
 
 def cost_point(method: str, budget: float, train_selector: str | None) -> CostPoint:
     """The computation a Table 2 row of ``method`` at ``budget`` runs at inference."""
-    from ltopd.catalog import METHODS
-    from ltopd.grid import eval_setting
+    from ltopd.catalog import METHODS, eval_setting
 
     ratio, selector = eval_setting(method, budget, train_selector)
     return CostPoint(ratio, selector if ratio < 1 else None, METHODS[method].kind == "resize",
