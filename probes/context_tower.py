@@ -18,9 +18,9 @@ the benchmark twins' instruction items (a seed space no evaluation uses), every 
 Each arm is then measured as regime_students.py measures a design (its functions): full tokens,
 CDPruner 5%, and LT-OPD trained at 5% on in-distribution items, with the paired bootstrap and
 recovery = (retain(student) - retain(CDPruner)) / (100 - retain(CDPruner)). ``inventory from
-kept`` is the context head's mean per-label accuracy on the tokens CDPruner keeps (chance-free
-reading: the share of present labels ranked above every absent one is not used; plain
-accuracy at threshold 0.5, and the all-absent predictor's accuracy beside it).
+kept``: the context head's per-label accuracy (threshold 0.5) on the mean of the tokens CDPruner
+keeps, beside the accuracy of predicting every label absent; the header gives the context loss of
+a head that reads nothing (``base_rate_bce``), the bar a token carrying the image must pass.
 
     python probes/context_tower.py --steps 400 --out /tmp/regime/context.md
 """

@@ -17,6 +17,7 @@ Recovery = (retain(student at 5%) - retain(CDPruner 5%)) / (100 - retain(CDPrune
 the paired unit bootstrap's 95% interval on the retain difference (ltopd.stats.bootstrap).
 
     python probes/regime_students.py --floors 1 8 --methods sft ltopd --out docs/measured/regime-students.md
+    python probes/regime_students.py --floors 16 --methods ltopd --steps 100 --batch 8 --seeds 0 1 2
 """
 from __future__ import annotations
 
