@@ -436,13 +436,16 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
                      *code_deps(list(dict.fromkeys(TABLES[t].job for t in measured))),
                      cfg["efficiency"]["analytic_config"]]
             + [model_path(cfg, b) for b in backbones if b in tw or b in released(cfg)]
-            # the Pareto figure: Figure 1 right's retain (the table2 stage's output) on measured costs
-            + ([table_outputs(cfg, "figure1_right")["csv"]] + [model_path(cfg, pb) for pb in [pareto_backbone(cfg)]
-                                                         if pb not in backbones and (pb in tw or pb in released(cfg))]
+            # the Pareto figure: Figure 1 right's retain (the table2 stage's output) on measured costs;
+            # it depends on what the table2 stage depends on, not on that stage's output file, which
+            # DVC cannot hash on a fresh clone's dry run (treeverse/dvc#9021)
+            + ([d for d in stages["table2"]["deps"] if d != config_file]
+               + [model_path(cfg, pb) for pb in [pareto_backbone(cfg)]
+                  if pb not in backbones and (pb in tw or pb in released(cfg))]
                if "figure_pareto" in measured else []),
-            "params": [{config_file: ["efficiency", "reduction", "grid", "training"]
-                        + (["seeds"] + [k for k in ("llava_mini",) if k in cfg] if "figure_pareto" in measured
-                           else [])}],
+            "params": [{config_file: list(dict.fromkeys(
+                ["efficiency", "reduction", "grid", "training"]
+                + (stages["table2"]["params"][0][config_file] if "figure_pareto" in measured else [])))}],
             "outs": [{str(root / "results" / "efficiency"): {"persist": True}}]
             + [{t: {"persist": True}} for t in all_tables(cfg, measured) if not t.endswith(".png")],
         }
