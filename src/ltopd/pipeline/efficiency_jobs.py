@@ -118,17 +118,37 @@ def _student_selector(spec: dict[str, Any]) -> str:
     return selector
 
 
+def _device(eff: dict[str, Any]) -> str:
+    """The protocol's device: the profile's, or CUDA when "auto" finds one."""
+    import torch
+
+    return eff["device"] if eff["device"] != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _load_measured(args: argparse.Namespace, run: Any, eff: dict[str, Any]) -> tuple[Any, list[dict], str]:
+    """The model on the protocol's device and dtype, and its records, both logged as the run's
+    inputs (the cost measured is the model's): (backbone, records, logged model id)."""
+    import torch
+
+    from ltopd.bench.store import load_saved
+    from ltopd.lineage import records_name, use_dataset, use_model
+    from ltopd.models.loading import load_backbone
+
+    backbone = load_backbone(args.model)
+    backbone.model.to(device=_device(eff), dtype=getattr(torch, eff["dtype"]))
+    records = load_saved(args.records)
+    use_dataset(run, records_name(args.records), args.records, "efficiency", {"rows": len(records)})
+    return backbone, records, use_model(run, args.model)
+
+
 def measure(args: argparse.Namespace) -> int:
     import torch
 
     from ltopd.atomic import write_json
-    from ltopd.bench.store import load_saved
     from ltopd.efficiency.analytic import TextArch, kv_cache, prefill_flops
     from ltopd.efficiency.latency import Protocol
     from ltopd.efficiency.latency import measure as run_protocol
     from ltopd.grid import reduction_defaults
-    from ltopd.lineage import records_name, use_dataset, use_model
-    from ltopd.models.loading import load_backbone
     from ltopd.tracking import job_run
 
     torch.set_num_threads(args.threads)
@@ -140,17 +160,12 @@ def measure(args: argparse.Namespace) -> int:
     floor = defaults.floor
     key = {"backbone": args.backbone}
     with job_run(tracking, args.rule, key, spec, inputs={"model": args.model, "records": args.records}) as run:
-        backbone = load_backbone(args.model)
-        dtype = getattr(torch, eff["dtype"])
-        device = eff["device"] if eff["device"] != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-        backbone.model.to(device=device, dtype=dtype)
-        records = load_saved(args.records)
-        use_dataset(run, records_name(args.records), args.records, "efficiency", {"rows": len(records)})
-        model_id = use_model(run, args.model)  # the cost measured is the model's
+        backbone, records, model_id = _load_measured(args, run, eff)
+        device = _device(eff)
         results = run_protocol(backbone, records, rows, protocol, floor=floor, seed=args.seed,
                                profile_flops=bool(eff["profile_flops"]))
         arch = TextArch.from_config(backbone.model.config, name=args.backbone)
-        element = torch.tensor([], dtype=dtype).element_size()
+        element = torch.tensor([], dtype=getattr(torch, eff["dtype"])).element_size()
         out = []
         for r in results:
             d = r.as_dict()
@@ -201,13 +216,10 @@ def prefill_costs(args: argparse.Namespace) -> int:
     import torch
 
     from ltopd.atomic import write_json
-    from ltopd.bench.store import load_saved
     from ltopd.efficiency.latency import Protocol
     from ltopd.efficiency.prefill import clock_name, cost_point
     from ltopd.efficiency.prefill import measure as run_prefill
     from ltopd.grid import reduction_defaults
-    from ltopd.lineage import records_name, use_dataset, use_model
-    from ltopd.models.loading import load_backbone
     from ltopd.tracking import job_run
 
     torch.set_num_threads(args.threads)
@@ -220,13 +232,8 @@ def prefill_costs(args: argparse.Namespace) -> int:
     points = {row: cost_point(*row, defaults.selector) for row in rows}
     key = {"backbone": args.backbone}
     with job_run(tracking, args.rule, key, spec, inputs={"model": args.model, "records": args.records}) as run:
-        backbone = load_backbone(args.model)
-        dtype = getattr(torch, eff["dtype"])
-        device = eff["device"] if eff["device"] != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-        backbone.model.to(device=device, dtype=dtype)
-        records = load_saved(args.records)
-        use_dataset(run, records_name(args.records), args.records, "efficiency", {"rows": len(records)})
-        model_id = use_model(run, args.model)
+        backbone, records, model_id = _load_measured(args, run, eff)
+        device = _device(eff)
         costs = run_prefill(backbone, records, list(points.values()), protocol, floor=defaults.floor,
                             repeats=int(eff["prefill_repeats"]), seed=args.seed, sections=spec)
         by_point = {c.point: c.as_dict() for c in costs}
