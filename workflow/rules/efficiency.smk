@@ -27,7 +27,7 @@ rule efficiency:
         backbone="|".join(EFFICIENCY_BACKBONES),
     # Latency is timed: the job claims every core so no other job runs beside it; torch itself
     # uses efficiency.torch_threads of them.
-    threads: workflow.cores
+    threads: lambda wildcards: workflow.cores  # a callable: read at scheduling, so --unlock needs no --cores
     log:
         f"{PATHS['logs']}/efficiency/{{backbone}}.log",
     benchmark:
@@ -84,7 +84,7 @@ if "figure_pareto" in grid.tables(config):
         wildcard_constraints:
             backbone=PARETO_BACKBONE,
         # Timed like rule efficiency: the job claims every core so no other job runs beside it.
-        threads: workflow.cores
+        threads: lambda wildcards: workflow.cores  # a callable: read at scheduling, so --unlock needs no --cores
         log:
             f"{PATHS['logs']}/efficiency/prefill_{{backbone}}.log",
         benchmark:
