@@ -505,3 +505,26 @@ def test_table2_of_a_profile_training_with_divprune_pairs_its_rows_with_divprune
     # LT-OPD - DivPrune: 50 - 40 at seed 0, 45 - 30 at seed 1 -> +12.5 on each benchmark
     assert "LT-OPD - DivPrune at 5%, paired by seed (seeds [0, 1]" in text and "V*Bench +12.5" in text
     assert "CDPruner - DivPrune at 5%" in text and "- CDPruner at" not in text
+
+
+def test_order_at_the_lowest_budget_says_which_neighbours_are_resolved() -> None:
+    """The 5% rows ranked by average retain; each neighbouring pair's difference is the one
+    bootstrap.retain_diff_ci gives on the same items and draws (an independent call); a row equal
+    to another (DivPrune = CDPruner, item for item) is not resolved from it."""
+    from ltopd.stats import bootstrap
+
+    results, preds, fit = _evidence()
+    for key in [k for k in preds if k[1] == "cdpruner"]:
+        preds[(key[0], "divprune", *key[2:])] = preds[key]
+    results += [dict(r, method="divprune") for r in results if r["method"] == "cdpruner"]
+    _, notes = grid_tables.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=400,
+                                 pruned="cdpruner")
+    order = next(n for n in notes if n.startswith("order at 5%"))
+    runs = {m: {s: {"gqa": preds[("bb", m, 0.05, "gqa", s)]} for s in (0, 1)} for m in ("ltopd", "cdpruner", "divprune")}
+    full = {s: {"gqa": preds[("bb", "full", 1.0, "gqa", s)]} for s in (0, 1)}
+    d = bootstrap.retain_diff_ci(runs["ltopd"], runs["cdpruner"], full, ["gqa"], n_boot=400, seed=0)
+    assert d.lo > 0
+    ranked = re.search(r"\): (.*?)\. Neighbours", order).group(1)
+    assert [part.split(" ")[0] for part in ranked.split("; ")] == ["LT-OPD", "CDPruner", "DivPrune"]
+    assert f"LT-OPD - CDPruner +22.2 {bootstrap.format_ci(d)} (seeds [0, 1]): resolved" in order
+    assert "CDPruner - DivPrune +0.0 [0.0, 0.0] (seeds [0, 1]): not resolved" in order

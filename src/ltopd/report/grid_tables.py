@@ -246,15 +246,14 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
         lowest = min((k[1] for k in rows), default=None)
         a, c = ("ltopd", lowest), (pruned, lowest)
         if pruned is not None and a in runs and c in runs:
-            common = sorted(set(runs[a]) & set(runs[c]))
-            if common:
-                pair = bootstrap.retain_replicates({"a": {s: runs[a][s] for s in common},
-                                                "c": {s: runs[c][s] for s in common}},
-                                               full_gated, gated, n_boot, boot_seed)
-                d = bootstrap.interval(pair["a"][0] - pair["c"][0], pair["a"][1] - pair["c"][1], level)
+            d, common = _retain_difference(runs, a, c, full_gated, gated, n_boot, boot_seed, level)
+            if d is not None:
                 notes.append(f"LT-OPD - {display_name(pruned)} at {100 * lowest:g}%: {d.estimate:+.1f} retain points, "
                              f"{level_pct} CI {bootstrap.format_ci(d)} (SE {d.se:.2f}; same items and draws, "
                              f"seeds {common}, over {gated}).")
+        order = order_note(runs, intervals, lowest, full_gated, gated, n_boot, boot_seed, level)
+        if order:
+            notes.append(order)
         notes.append(f"[lo, hi] after an average retain ratio: {level_pct} percentile bootstrap interval over items "
                      f"({n_boot} replicates, seed {boot_seed}; units: MME image pairs within category, MMBench "
                      "circular groups, POPE / HR-Bench rows within split / cycle category, rows otherwise; each "
@@ -270,6 +269,43 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
                 "text": {b: g.verdict for b, g in gates.items()},
                 "avg_retain": None, "retain_over": gated}
     return Evidence(gates, gated, intervals, [qo_row, gate_row], notes)
+
+
+def _retain_difference(runs: Mapping[tuple[str, float], Mapping[int, Mapping[str, list[dict]]]],
+                       a: tuple[str, float], c: tuple[str, float], full: Mapping[int, Mapping[str, list[dict]]],
+                       gated: Sequence[str], n_boot: int, boot_seed: int,
+                       level: float) -> tuple[bootstrap.Interval | None, list[int]]:
+    """Average retain of row ``a`` minus row ``c`` over the seeds both have, on the same items and
+    bootstrap draws, with its interval (None when they share no seed), and those seeds."""
+    common = sorted(set(runs[a]) & set(runs[c]))
+    if not common:
+        return None, common
+    pair = bootstrap.retain_replicates({"a": {s: runs[a][s] for s in common}, "c": {s: runs[c][s] for s in common}},
+                                       full, gated, n_boot, boot_seed)
+    return bootstrap.interval(pair["a"][0] - pair["c"][0], pair["a"][1] - pair["c"][1], level), common
+
+
+def order_note(runs: Mapping[tuple[str, float], Mapping[int, Mapping[str, list[dict]]]],
+               intervals: Mapping[tuple[str, float], bootstrap.Interval], budget: float | None,
+               full: Mapping[int, Mapping[str, list[dict]]], gated: Sequence[str], n_boot: int, boot_seed: int,
+               level: float = 0.95) -> str | None:
+    """The rows at ``budget`` ordered by average retain, and whether each neighbouring pair is
+    resolved: the pair's difference on the same items and draws (the seeds both have) with its
+    interval; resolved when the interval excludes zero. None with fewer than two rows."""
+    at = sorted((k for k in runs if k[1] == budget and k in intervals), key=lambda k: (-intervals[k].estimate, k[0]))
+    if budget is None or len(at) < 2:
+        return None
+    ranked = "; ".join(f"{display_name(m)} {intervals[(m, b)].estimate:.1f} {bootstrap.format_ci(intervals[(m, b)])}"
+                       for m, b in at)
+    pairs = []
+    for hi, lo in zip(at, at[1:]):
+        d, common = _retain_difference(runs, hi, lo, full, gated, n_boot, boot_seed, level)
+        if d is not None:
+            verdict = "resolved" if d.lo > 0 or d.hi < 0 else "not resolved"
+            pairs.append(f"{display_name(hi[0])} - {display_name(lo[0])} {d.estimate:+.1f} "
+                         f"{bootstrap.format_ci(d)} (seeds {common}): {verdict}")
+    return (f"order at {100 * budget:g}% (average retain [{100 * level:g}% interval]): {ranked}. Neighbours, "
+            f"same items and draws: " + "; ".join(pairs) + ".")
 
 
 def loyalties(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Sequence[str],
