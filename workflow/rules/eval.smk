@@ -12,6 +12,8 @@ rule bench_records:
         spec=bench_spec,
     wildcard_constraints:
         seed=r"\d+",
+    # Seconds each, and every evaluation waits for them: built before the trainings take the cores.
+    priority: 1000
     log:
         f"{PATHS['logs']}/bench_records/{{benchmark}}-seed{{seed}}.log",
     benchmark:
@@ -50,6 +52,9 @@ for (_bb, _student, _seed), _jobs in grid.eval_groups(config).items():
             backbone=_bb,
             seed=_seed,
         threads: EVAL_THREADS
+        # Longest first: a backbone's training-free group (every selector at every budget) is the
+        # run's longest job; started last, the run waits for it alone.
+        priority: len(_jobs)
         resources:
             **EVAL_RESOURCES,
         log:
