@@ -346,3 +346,21 @@ def test_a_warm_start_from_a_release_gives_the_weights_a_build_from_scratch_give
         with pytest.raises(ReleaseError, match=why):
             _release(bad, tmp_path, tokenizer_dir, tmp_path / "x" / "qwen35-tiny", tmp_path / "sx",
                      ["--warm-start", str(parent)])
+
+
+def test_a_file_moved_unchanged_is_not_staleness(tmp_path) -> None:
+    """The release records code by path: a file moved with the same content (the twin factory's
+    move) is the same code; one moved and edited is named both ways."""
+    from ltopd.twins.release import library_versions
+
+    now = code_hashes()
+    then = dict(now)
+    then["models/corpus.py"] = then.pop("twins/corpus.py")
+    (tmp_path / MANIFEST).write_text(json.dumps({"code_sha256": then, "libraries": library_versions()}))
+    assert staleness(tmp_path) == []
+    then["models/pretrain.py"] = "0" * 64
+    then.pop("twins/pretrain.py")
+    (tmp_path / MANIFEST).write_text(json.dumps({"code_sha256": then, "libraries": library_versions()}))
+    assert staleness(tmp_path) == [
+        "code the build now runs that the release does not record (1 files: twins/pretrain.py)",
+        "code the release records that the build no longer runs: models/pretrain.py"]

@@ -78,6 +78,10 @@ def staleness(folder: str | Path, spec: Mapping[str, Any] | None = None, backbon
     if changed:
         out.append(f"code changed since the release: {', '.join(changed)}")
     unrecorded, dropped = sorted(set(now) - set(then)), sorted(set(then) - set(now))
+    # A file moved with its content unchanged is the same code: not a reason to rebuild.
+    moved = {old: new for old in dropped for new in unrecorded if then[old] == now[new]}
+    unrecorded = [k for k in unrecorded if k not in moved.values()]
+    dropped = [k for k in dropped if k not in moved]
     if unrecorded:
         out.append(f"code the build now runs that the release does not record ({len(unrecorded)} files: "
                    f"{', '.join(unrecorded[:3])}{', ...' if len(unrecorded) > 3 else ''})")
