@@ -124,3 +124,21 @@ def test_snakemake_passes_training_selector_to_student_evaluations_only():
     spec = lambda c: c.split("--spec ", 1)[1].split("' --", 1)[0]  # noqa: E731
     assert all('"training": {"selector": "divprune"}' in spec(c) for c in trained)
     assert not any("training" in spec(c) for c in untrained)
+    # scheduling: record sets before anything else, then evaluation groups longest first
+    import re
+
+    from ltopd import config, grid
+
+    priority = {}
+    for block in re.split(r"\n(?=rule \w+:)", proc.stdout):
+        m, p = re.match(r"rule (\w+):", block), re.search(r"^\s*priority: (\d+)$", block, re.M)
+        if m:
+            priority.setdefault(m.group(1), set()).add(int(p.group(1)) if p else 0)
+    cfg = config.merged(config.read(root / "config" / "smoke.yaml"), {"training": {"selector": "divprune"}})
+    planned = {name: ps for name, ps in priority.items() if name.startswith("evaluate_")}
+    groups = {grid.group_name(*key): (key, jobs) for key, jobs in grid.eval_groups(cfg).items()
+              if grid.group_name(*key) in planned}
+    assert priority["bench_records"] == {1000} and priority.get("train", {0}) == {0}
+    assert set(groups) == set(planned) and all(planned[n] == {len(jobs)} for n, (_, jobs) in groups.items())
+    longest = max(groups.values(), key=lambda g: len(g[1]))
+    assert longest[0][1] is None  # a backbone's training-free group
