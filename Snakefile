@@ -5,6 +5,7 @@ import sys
 from snakemake.utils import min_version
 
 from ltopd import config as ltopd_config
+from ltopd.pipeline.scheduler_timers import cancel_scheduler_timers
 
 min_version("9.0")
 
@@ -52,10 +53,12 @@ onstart:
 
 onsuccess:
     tracking.end_pipeline(MLFLOW, ok=True)
+    cancel_scheduler_timers()  # else the process waits out the rate limit's timespan (up to 5 min)
 
 
 onerror:
     tracking.end_pipeline(MLFLOW, ok=False)
+    cancel_scheduler_timers()
 
 
 rule all:
