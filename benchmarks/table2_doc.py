@@ -50,7 +50,9 @@ def demote(text: str) -> str:
 
 
 def headlines(table_md: str) -> list[str]:
-    return [line for line in table_md.splitlines() if line.startswith("- ") and line[2:].startswith(HEADLINES)]
+    """The notes that start with one of HEADLINES, in HEADLINES' order (then the table's)."""
+    notes = [line for line in table_md.splitlines() if line.startswith("- ") and line[2:].startswith(HEADLINES)]
+    return sorted(notes, key=lambda line: next(i for i, h in enumerate(HEADLINES) if line[2:].startswith(h)))
 
 
 def build(workdir: Path, out: Path, coverage: Path, students: Path) -> str:
