@@ -520,7 +520,8 @@ def test_order_at_the_lowest_budget_says_which_neighbours_are_resolved() -> None
     _, notes = grid_tables.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=400,
                                  pruned="cdpruner")
     order = next(n for n in notes if n.startswith("order at 5%"))
-    runs = {m: {s: {"gqa": preds[("bb", m, 0.05, "gqa", s)]} for s in (0, 1)} for m in ("ltopd", "cdpruner", "divprune")}
+    runs = {m: {s: {"gqa": preds[("bb", m, 0.05, "gqa", s)]} for s in (0, 1)}
+            for m in ("ltopd", "cdpruner", "divprune")}
     full = {s: {"gqa": preds[("bb", "full", 1.0, "gqa", s)]} for s in (0, 1)}
     d = bootstrap.retain_diff_ci(runs["ltopd"], runs["cdpruner"], full, ["gqa"], n_boot=400, seed=0)
     assert d.lo > 0
