@@ -49,6 +49,11 @@ def demote(text: str) -> str:
     return re.sub(r"^(#+) ", lambda m: "#" + m.group(1) + " ", text, flags=re.M)
 
 
+def column_header(markdown: str) -> str:
+    """The first table header row of the oracle-ceiling tables ("| floor | model | ...")."""
+    return next(line for line in markdown.splitlines() if line.startswith("| floor |"))
+
+
 def headlines(table_md: str) -> list[str]:
     """The notes that start with one of HEADLINES, in HEADLINES' order (then the table's)."""
     notes = [line for line in table_md.splitlines() if line.startswith("- ") and line[2:].startswith(HEADLINES)]
@@ -89,6 +94,7 @@ def build(workdir: Path, out: Path, coverage: Path, students: Path) -> str:
         f"From [{students.name}]({students.name}): a student trained with labels at 5% on in-distribution items "
         "(the benchmark twins' instruction items, never an evaluation seed) beside LT-OPD on the same items.",
         demote(section(stu, "## Floor 1 ")).strip(),
+        "Columns (the probe's header row, from the same file): `" + column_header(stu) + "`",
     ]
     return "\n\n".join(parts) + "\n"
 

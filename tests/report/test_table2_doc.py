@@ -45,3 +45,4 @@ def test_the_probe_files_hold_what_the_doc_copies() -> None:
     assert "| cdpruner |" in table2_doc.section(cov, "## 1. ") and "| V*Bench |" in table2_doc.section(cov, "## 2. ")
     floor1 = table2_doc.section((measured / "regime-students.md").read_text(), "## Floor 1 ")
     assert "oracle ceiling" in floor1 and "python probes/regime_students.py" in floor1
+    assert table2_doc.column_header((measured / "regime-students.md").read_text()).startswith("| floor | model |")
