@@ -235,29 +235,3 @@ def test_artifacts_are_readable_by_the_group_with_umask_022(tmp_path):
         os.umask(old)
     (artifact,) = (tmp_path / "art").rglob("table2.csv")
     assert stat.filemode(artifact.stat().st_mode) == "-rw-r--r--"
-
-
-def test_a_logged_file_is_stored_once(tmp_path):
-    """The artifact is a hard link to the logged file (same inode, same bytes), so a run's
-    predictions do not take their size twice; replacing the file by rename leaves the artifact as
-    logged."""
-    from ltopd.atomic import atomic_file
-
-    s = _settings(tmp_path)
-    src = tmp_path / "predictions.jsonl"
-    with atomic_file(src) as fh:
-        fh.write('{"id": 1}\n')
-    with tracking.job_run(s, "evaluate", {}, {}) as run:
-        run.log_artifact(src)
-    (artifact,) = (tmp_path / "art").rglob("predictions.jsonl")
-    assert os.stat(artifact).st_ino == os.stat(src).st_ino and artifact.read_text() == '{"id": 1}\n'
-    assert not list((tmp_path / "art").rglob(".*.link"))
-    with atomic_file(src) as fh:
-        fh.write('{"id": 2}\n')
-    assert artifact.read_text() == '{"id": 1}\n'
-
-
-def test_share_inode_leaves_the_copy_where_no_link_can_be_made(tmp_path):
-    copy = tmp_path / "copy.txt"
-    copy.write_text("x")
-    assert tracking.share_inode(tmp_path / "missing.txt", copy) is False and copy.read_text() == "x"

@@ -292,20 +292,6 @@ def end_pipeline(s: Settings, ok: bool) -> None:
         _retry(lambda: _client(s).set_terminated(run_id, "FINISHED" if ok else "FAILED"))
 
 
-def share_inode(source: Path, copy: Path) -> bool:
-    """Replace ``copy`` (MLflow's copy of a logged file in a local artifact store) by a hard link to
-    ``source``: the same bytes stored once (a default run's predictions were ~500 MB twice). The
-    link keeps this version if the pipeline later replaces ``source`` (it writes by rename). Left
-    as the copy where no link can be made (another filesystem); True when linked."""
-    tmp = copy.with_name(f".{copy.name}.link")
-    try:
-        os.link(source, tmp)
-    except OSError:
-        return False
-    os.replace(tmp, copy)
-    return True
-
-
 class JobRun:
     """Handle given to a job: buffers metrics and writes them in batches."""
 
@@ -331,11 +317,6 @@ class JobRun:
 
     def log_artifact(self, path: str | Path) -> None:
         self.client.log_artifact(self.run_id, str(path))
-        uri = _retry(lambda: self.client.get_run(self.run_id)).info.artifact_uri
-        if uri.startswith("file:"):
-            from mlflow.utils.file_utils import local_file_uri_to_path
-
-            share_inode(Path(path), Path(local_file_uri_to_path(uri)) / Path(path).name)
 
     def set_tags(self, tags: dict[str, str]) -> None:
         from mlflow.entities import RunTag
