@@ -19,6 +19,7 @@ import argparse
 import json
 import statistics
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -40,41 +41,30 @@ def backbone_at(release: str, side: int):
     return bb
 
 
-def time_updates(bb, batches: list[list[dict]], step) -> float:
-    """Mean CPU-seconds of an update over ``batches[1:]`` (the first warms up)."""
-    params = [p for p in bb.model.parameters() if p.requires_grad]
-    extra = step.heads.parameters() if getattr(step, "heads", None) is not None else []
-    opt = torch.optim.AdamW(params + list(extra), lr=1e-5)
+def time_updates(bb, batches: list[list[dict]], loss, heads: torch.nn.Module | None = None) -> float:
+    """Mean CPU-seconds of an update (``loss(batch)`` back-propagates; clip, AdamW step, as
+    `pretrain` does, heads included) over ``batches[1:]`` (the first warms up)."""
+    params = [p for p in bb.model.parameters() if p.requires_grad] + (list(heads.parameters()) if heads else [])
+    opt = torch.optim.AdamW(params, lr=1e-5)
     times = []
     for batch in batches:
         t = time.process_time()
         opt.zero_grad(set_to_none=True)
-        step(bb, batch)
+        loss(batch)
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         times.append(time.process_time() - t)
     return statistics.mean(times[1:])
 
 
-class Answer:
-    heads = None
-
-    def __call__(self, bb, batch):
-        return accumulate_loss(bb, batch)
-
-
-class Dense:
-    def __init__(self, bb):
-        self.heads = DenseHeads(bb.model.get_input_embeddings().embedding_dim)
-
-    def __call__(self, bb, batch):
-        return dense_loss(bb, batch, self.heads)
-
-
 def items(tasks: list[str], world: WorldConfig, n: int, text_only: bool = False) -> list[dict]:
     stream = task_stream(tasks, seed=7, cfg=world)
     out = [next(stream) for _ in range(n)]
     return [as_text(r) for r in out] if text_only else out
+
+
+def batches(records: list[dict], size: int) -> list[list[dict]]:
+    return [records[i:i + size] for i in range(0, len(records), size)]
 
 
 def main() -> None:
@@ -93,13 +83,15 @@ def main() -> None:
         world = WorldConfig.for_size(side)
         bb = backbone_at(args.release, side)
         torch.manual_seed(0)
-        batches = lambda recs: [recs[i:i + batch] for i in range(0, n, batch)]  # noqa: E731
+        heads = DenseHeads(bb.model.get_input_embeddings().embedding_dim)
         cost[side] = {
-            "answer": time_updates(bb, batches(items(MIX, world, n)), Answer()),
-            "dense": time_updates(bb, batches(items(["color", "read"], world, n)), Dense(bb)),
+            "answer": time_updates(bb, batches(items(MIX, world, n), batch), partial(accumulate_loss, bb)),
+            "dense": time_updates(bb, batches(items(["color", "read"], world, n), batch),
+                                  partial(dense_loss, bb, heads=heads), heads),
         }
         if side == args.sides[0]:
-            text = time_updates(bb, batches(items(MIX, world, n, text_only=True)), Answer())
+            text = time_updates(bb, batches(items(MIX, world, n, text_only=True), batch),
+                                partial(accumulate_loss, bb))
         tokens = bb.processor.tokens_for_size(side, side)
         cost[side]["tokens"] = tokens
         print(f"side {side}: {tokens} merged tokens per image; answer {cost[side]['answer']:.2f} CPU-s/update, "
