@@ -114,8 +114,10 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     if high := [s for s in cfg["seeds"] if s + offset >= GATE_SEED]:
         out.append(f"seeds: {high} (+ baseline_seed_offset {offset}) reach the released twins' gate and "
                    f"pretraining items; allowed: seeds + offset below {GATE_SEED}")
-    from ltopd.selectors import SELECTORS
+    from ltopd.catalog import methods_of_kind
     from ltopd.train.methods import TRAINED
+
+    SELECTORS = methods_of_kind("selector")  # the registry's names (test_catalog), without importing torch
 
     runnable = sorted(m for m, spec in METHODS.items() if spec.kind != "trained" or m in TRAINED)
     missing = [m for m in grid["methods"] if m in METHODS and m not in runnable]
@@ -195,10 +197,12 @@ def _study_problems(cfg: dict[str, Any]) -> list[str]:
 
 
 def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
+    from ltopd.catalog import methods_of_kind
     from ltopd.data.world import TASKS
-    from ltopd.selectors import SELECTORS
-    from ltopd.twins.architectures import TWINS
     from ltopd.twins.release import twin_spec
+    from ltopd.twins.specs import TWINS
+
+    SELECTORS = methods_of_kind("selector")  # the registry's names (test_catalog), without importing torch
 
     out = []
     for name, bb in cfg["backbones"].items():

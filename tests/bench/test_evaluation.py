@@ -112,6 +112,27 @@ def test_evaluate_scores_reference_answers_perfectly_and_counts_unparsed(monkeyp
     assert empty["n_unparsed"] == 8 and empty["score"] == (50.0 if benchmark == "pope" else 0)
 
 
+@pytest.mark.parametrize("benchmark", ["gqa", "pope", "mme", "textvqa", "hrbench4k"])
+def test_prediction_rows_leave_the_scene_in_the_record_set(monkeypatch, benchmark) -> None:
+    """A row's meta is its record's minus the drawn scene, and the row alone scores as the job did."""
+    recs = build_records(benchmark, {"n": 8}, 0, WORLD)
+    assert all("scene" in json.loads(r["meta"]) for r in recs)
+    monkeypatch.setattr(evaluate_mod, "predict_settings", _fake_predict(lambda r: f"{r['answer']}</answer>"))
+    rows, metrics = evaluate(None, recs, benchmark, 1.0, None, 1, progress=False)
+    for rec, row in zip(recs, rows, strict=True):
+        expected = {k: v for k, v in json.loads(rec["meta"]).items() if k != "scene"}
+        assert json.loads(row["meta"]) == expected
+    saved = [json.loads(json.dumps(r)) for r in rows]  # as read back from predictions.jsonl
+    timing = ("wall_s", "questions_per_s", "settings_per_pass")
+    assert score(benchmark, saved) == {k: v for k, v in metrics.items() if k not in timing}
+
+
+@pytest.mark.parametrize("meta", [None, "", '{"category": "OCR", "answers": ["a"]}', {"category": "OCR"}, "[1]"])
+def test_row_meta_keeps_a_meta_without_a_scene_as_it_is(meta) -> None:
+    assert evaluate_mod.row_meta(meta) is meta
+    assert evaluate_mod.row_meta({"scene": {}, "category": "OCR"}) == {"category": "OCR"}
+
+
 def test_evaluate_rejects_unknown_benchmark_and_empty_records() -> None:
     with pytest.raises(ValueError, match="unknown benchmark 'nope'"):
         evaluate(None, [{"id": "x"}], "nope", 1.0, None, 1)

@@ -210,8 +210,8 @@ def test_ltopd_trains_and_its_student_is_evaluated(snake_run):
     summary = json.loads((out / "metrics" / "train" / "qwen35-tiny" / "ltopd" / "seed0.json").read_text())
     assert summary["updates"] == 2 and summary["budget"] == 0.05
     assert (out / "models" / "students" / "qwen35-tiny" / "ltopd" / "seed0" / "config.json").is_file()
-    # the checkpoints folder outlives the job, so a killed run resumes from it
-    assert any((out / "train_state" / "qwen35-tiny" / "ltopd" / "seed0").glob("step-*/state.pt"))
+    # the resumable state served only a killed job's rerun: the finished job removed it
+    assert not (out / "train_state" / "qwen35-tiny" / "ltopd" / "seed0").exists()
     metrics = json.loads((out / "results/eval/qwen35-tiny/ltopd/0.05/vstar/seed0/metrics.json").read_text())
     assert metrics["model"].endswith("students/qwen35-tiny/ltopd/seed0")
 
@@ -393,28 +393,39 @@ def test_a_killed_training_job_resumes_to_the_pipelines_weights(snake_run, tmp_p
     assert all(torch.equal(resumed[k], pipeline[k]) for k in resumed)
     summary = json.loads((tmp_path / "train.json").read_text())
     assert summary["updates"] == 2 and "last_loss" in summary  # the resumed run reports its losses
+    assert not (tmp_path / "ckpt").exists()  # the student is written: its state is removed
 
     # A changed setting is another job: its state is not resumed, the student is a new one.
+    _run(cmd + ["--stop-after", "1"], repo)  # a killed job's state again
     import yaml
 
     profile = yaml.safe_load((repo / "config" / "smoke.yaml").read_text())
     profile["training"]["lr"] = {k: v * 50 for k, v in profile["training"]["lr"].items()}
     changed = tmp_path / "lr.yaml"
     changed.write_text(yaml.safe_dump(profile))
-    proc = _run([*cmd[:2], "--config", str(changed), *cmd[4:]], repo)
+    proc = _run([*cmd[:2], "--config", str(changed), *cmd[4:], "--keep-checkpoints"], repo)
     assert "2 updates to budget 0.05, 2 run now" in proc.stdout
     assert "not resuming" in proc.stderr and "settings training.lr" in proc.stderr
+    assert any((tmp_path / "ckpt").glob("step-*/state.pt"))  # --keep-checkpoints: the state stays
     other = load_file(str(next((tmp_path / "student").glob("*.safetensors"))))
     assert any(not torch.equal(other[k], pipeline[k]) for k in other)
 
 
-def test_grouped_evaluation_equals_one_job_per_setting(snake_run, tmp_path):
+def test_grouped_evaluation_equals_one_job_per_setting(snake_run, tmp_path, monkeypatch):
     """The pipeline's evaluate_* group of a backbone's training-free rows (full, blind, CDPruner,
     the downsampling control) writes, byte for byte, the predictions that `ltopd evaluate` writes
-    for one setting at a time (the group shares one vision pass across its rows)."""
+    for one setting at a time (the group shares one vision pass across its rows). The per-setting
+    commands run in this process (the CLI's own entry point; a process each costs ~7 CPU-s of imports)."""
+    import torch
+
     from ltopd import catalog, config, grid
+    from ltopd.cli import main
 
     repo, _ = snake_run
+    monkeypatch.chdir(repo)
+    for k in [k for k in os.environ if k.startswith(("LTOPD_MLFLOW_", "MLFLOW_"))]:
+        monkeypatch.delenv(k)
+    threads = torch.get_num_threads()
     cfg = config.load(repo / "config" / "smoke.yaml")
     groups = grid.eval_groups(cfg)
     key = max((k for k in groups if k[1] is None), key=lambda k: len(groups[k]))
@@ -424,10 +435,13 @@ def test_grouped_evaluation_equals_one_job_per_setting(snake_run, tmp_path):
     for j in jobs:
         fields = dict(backbone=j.backbone, method=j.method, budget=j.budget_tag, benchmark=j.benchmark, seed=j.seed)
         out = tmp_path / f"{j.method}-{j.budget_tag}-{j.benchmark}"
-        _run([str(BIN / "ltopd"), "evaluate", "--config", "config/smoke.yaml", "--backbone", j.backbone,
-              "--model", grid.model_path(cfg, j.backbone), "--records", p["bench"].format(**fields),
-              "--method", j.method, "--budget", j.budget_tag, "--benchmark", j.benchmark, "--seed", str(j.seed),
-              "--out-dir", str(out)], repo)
+        try:
+            assert main(["evaluate", "--config", "config/smoke.yaml", "--backbone", j.backbone,
+                         "--model", grid.model_path(cfg, j.backbone), "--records", p["bench"].format(**fields),
+                         "--method", j.method, "--budget", j.budget_tag, "--benchmark", j.benchmark,
+                         "--seed", str(j.seed), "--out-dir", str(out)]) == 0
+        finally:
+            torch.set_num_threads(threads)  # the job sets its --threads
         assert (out / "predictions.jsonl").read_bytes() == (repo / p["eval_predictions"].format(**fields)).read_bytes()
 
 

@@ -51,7 +51,7 @@ def _train(setup, method: str, procs: int) -> tuple[dict, dict]:
     args = ["train", "--config", str(profile), "--rule", "dist", "--backbone", "qwen35-tiny",
             "--model", str(tmp / "model"), "--data", str(tmp / "lt14k"), "--method", method, "--budget", "0.05",
             "--seed", "0", "--checkpoints", str(out / "ck"), "--out", str(out / "student"),
-            "--metrics", str(out / "metrics.json")]
+            "--metrics", str(out / "metrics.json"), "--keep-checkpoints"]  # kept: the test reads who wrote them
     launch = [str(BIN / "torchrun"), "--nproc_per_node", str(procs), "-m", "ltopd.cli"] if procs > 1 \
         else [str(BIN / "ltopd")]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

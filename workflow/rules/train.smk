@@ -1,6 +1,7 @@
 # Training: one job per (backbone, trained method, seed). The student starts from the backbone,
 # trains toward the grid's smallest budget on LT-14K and is saved like any checkpoint; a killed
-# job resumes from its checkpoints folder (kept outside the output, which Snakemake removes).
+# job resumes from its checkpoints folder (kept outside the output, which Snakemake removes;
+# the job removes it once the student is written).
 
 
 rule train:

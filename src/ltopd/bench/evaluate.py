@@ -8,6 +8,7 @@ benchmark's generation cap. Scoring is the benchmark's official scorer (ltopd.be
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -20,12 +21,26 @@ from ltopd.models.inference import Setting, predict_settings
 # Record fields copied into each prediction row, so the row alone can be re-scored
 # (`ltopd score --predictions`), without the images.
 ROW_FIELDS = ("id", "source", "question", "options", "answer", "task", "meta")
+# Meta keys a row leaves in the record set: a twin's drawn scene (about 1.3 KB of a 1.45 KB GQA
+# row) is read by no scorer, and every setting's row would repeat it (the default run's
+# predictions and their MLflow copies were 1 GB, mostly scenes).
+RECORD_ONLY_META = ("scene",)
 END_OF_TURN = "<|im_end|>"
 
 
 def clean(generated: str) -> str:
     """The generated text up to the end of the turn (the answer tags are left to the scorer)."""
     return generated.split(END_OF_TURN, 1)[0]
+
+
+def row_meta(meta: Any) -> Any:
+    """A record's meta as its prediction rows carry it: without RECORD_ONLY_META's keys; a meta
+    that has none of them (a real benchmark's, or none) is returned as it is."""
+    parsed = json.loads(meta) if isinstance(meta, str) and meta.startswith("{") else meta
+    if not isinstance(parsed, dict) or not any(k in parsed for k in RECORD_ONLY_META):
+        return meta
+    kept = {k: v for k, v in parsed.items() if k not in RECORD_ONLY_META}
+    return json.dumps(kept, ensure_ascii=False) if isinstance(meta, str) else kept
 
 
 def evaluate(backbone: Backbone, records: Sequence[dict[str, Any]], benchmark: str, ratio: float,
@@ -57,7 +72,7 @@ def evaluate_settings(backbone: Backbone, records: Sequence[dict[str, Any]], ben
 
 def _scored(records: Sequence[dict[str, Any]], benchmark: str, generations: Sequence[str], wall: float,
             settings: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    rows = [{**{k: rec.get(k) for k in ROW_FIELDS}, "prediction": clean(gen)}
+    rows = [{**{k: rec.get(k) for k in ROW_FIELDS}, "meta": row_meta(rec.get("meta")), "prediction": clean(gen)}
             for rec, gen in zip(records, generations, strict=True)]
     check_predictions({r["id"]: r for r in records}, rows)
     metrics = score(benchmark, rows)

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--threads", type=int, default=1)
     s.add_argument("--stop-after", type=int, help="stop after this many updates, as a killed job would "
                                                  "(checkpoints kept, no student written; to test resume)")
+    s.add_argument("--keep-checkpoints", action="store_true",
+                   help="keep the checkpoints folder once the student is written (by default it is removed: "
+                        "it only serves a killed job's rerun)")
     s.set_defaults(func=train)
 
 
@@ -91,6 +95,8 @@ def train(args: argparse.Namespace) -> int:
                              {**key, "budget": args.budget, "start_model": args.model, **spec})
         run.log_metrics(numbers(summary), model_id=model_id)
         write_json(args.metrics, summary)
+    if not args.keep_checkpoints:  # the student is written: the resumable state has served its purpose
+        shutil.rmtree(args.checkpoints, ignore_errors=True)
     print(f"{args.method} on {args.backbone} (seed {args.seed}): {total} updates to budget {args.budget:g}, "
           f"{ran} run now; last loss {summary.get('last_loss', float('nan')):.4f} -> {args.out}")
     return 0

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ltopd.train.losses import OBJECTIVES
-
+# The divergences ltopd.train.losses registers (DIVERGENCES), by name: validation reads them here
+# without importing torch (a profile check runs in every job and every Snakemake parse).
+OBJECTIVES = ("jsd", "forward_kl", "reverse_kl")
 TEACHERS = ("frozen", "ema", "trust_region")
 FAMILIES = ("distill", "sft", "rl", "epic", "llava_mini")
 POLICY_LOSSES = ("grpo", "gspo", "dapo")
