@@ -38,13 +38,13 @@ def _run(tmp: Path, hook: str) -> float:
     tmp.mkdir()
     (tmp / "Snakefile").write_text(SNAKEFILE.format(hook=hook))
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--max-jobs-per-timespan", "1000/20s",
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", "--max-jobs-per-timespan", "1000/10s",
                            "--workflow-profile", "none"], cwd=tmp, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return time.monotonic() - start
 
 
 def test_a_finished_run_exits_without_waiting_out_the_timespan(tmp_path: Path) -> None:
-    # the same one-job workflow: without the hook the process outlives its 20 s timer, with it not
-    assert _run(tmp_path / "without", "pass") > 20
-    assert _run(tmp_path / "with", "cancel_scheduler_timers()") < 12
+    # the same one-job workflow: without the hook the process outlives its 10 s timer, with it not
+    assert _run(tmp_path / "without", "pass") > 10
+    assert _run(tmp_path / "with", "cancel_scheduler_timers()") < 8
