@@ -39,7 +39,7 @@ def hash_record(rec: dict[str, Any]) -> bytes:
 # Lossless WebP stores the world's RGB images in half PNG's bytes (level 1) and decodes faster
 # (measured on GQA's 256 px images: 26.7 vs 58.0 KB, 1.16 vs 1.54 ms); it holds RGB and RGBA
 # only, so other modes keep PNG and every image decodes to its own pixels and mode. Effort
-# quality 10, method 1: a third of the encoding time of quality 50, method 2 for 0-6% more bytes
+# quality 10, method 1: 39-43% of the encoding time of quality 50, method 2 for 0-6% more bytes
 # (200 images each of V*Bench, OCRBench, TextVQA, MVBench at 256 px, HR-Bench at 512 px: e.g.
 # V*Bench 2.78 vs 6.75 ms, 26.9 vs 26.3 KB); encoding was half of a record-set job's CPU.
 WEBP_MODES = ("RGB", "RGBA")
