@@ -114,10 +114,9 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     if high := [s for s in cfg["seeds"] if s + offset >= GATE_SEED]:
         out.append(f"seeds: {high} (+ baseline_seed_offset {offset}) reach the released twins' gate and "
                    f"pretraining items; allowed: seeds + offset below {GATE_SEED}")
-    from ltopd.catalog import methods_of_kind
     from ltopd.train.methods import TRAINED
 
-    SELECTORS = methods_of_kind("selector")  # the registry's names (test_catalog), without importing torch
+    SELECTORS = _selector_names()
 
     runnable = sorted(m for m, spec in METHODS.items() if spec.kind != "trained" or m in TRAINED)
     missing = [m for m in grid["methods"] if m in METHODS and m not in runnable]
@@ -196,13 +195,20 @@ def _study_problems(cfg: dict[str, Any]) -> list[str]:
     return out
 
 
-def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
+def _selector_names() -> list[str]:
+    """The selector registry's names, read from the catalog (test_catalog: equal) so that a profile
+    check, which runs in every job and every Snakemake parse, imports no torch."""
     from ltopd.catalog import methods_of_kind
+
+    return methods_of_kind("selector")
+
+
+def _pretrain_problems(cfg: dict[str, Any]) -> list[str]:
     from ltopd.data.world import TASKS
     from ltopd.twins.release import twin_spec
     from ltopd.twins.specs import TWINS
 
-    SELECTORS = methods_of_kind("selector")  # the registry's names (test_catalog), without importing torch
+    SELECTORS = _selector_names()
 
     out = []
     for name, bb in cfg["backbones"].items():

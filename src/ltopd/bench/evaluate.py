@@ -67,14 +67,21 @@ def evaluate_settings(backbone: Backbone, records: Sequence[dict[str, Any]], ben
                                    progress=progress, desc=f"{benchmark} x{len(settings)}" if len(settings) > 1
                                    else f"{benchmark} r={settings[0][0]:g}")
     wall = time.perf_counter() - start
-    return [_scored(records, benchmark, gens, wall / len(settings), settings=len(settings)) for gens in per_setting]
+    fields = [row_fields(rec) for rec in records]  # once for every setting of the pass
+    by_id = {r["id"]: r for r in records}
+    return [_scored(fields, by_id, benchmark, gens, wall / len(settings), settings=len(settings))
+            for gens in per_setting]
 
 
-def _scored(records: Sequence[dict[str, Any]], benchmark: str, generations: Sequence[str], wall: float,
-            settings: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    rows = [{**{k: rec.get(k) for k in ROW_FIELDS}, "meta": row_meta(rec.get("meta")), "prediction": clean(gen)}
-            for rec, gen in zip(records, generations, strict=True)]
-    check_predictions({r["id"]: r for r in records}, rows)
+def row_fields(record: dict[str, Any]) -> dict[str, Any]:
+    """What a prediction row carries of its record: ROW_FIELDS, the meta without RECORD_ONLY_META."""
+    return {k: row_meta(record.get(k)) if k == "meta" else record.get(k) for k in ROW_FIELDS}
+
+
+def _scored(fields: Sequence[dict[str, Any]], by_id: dict[str, dict[str, Any]], benchmark: str,
+            generations: Sequence[str], wall: float, settings: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    rows = [{**f, "prediction": clean(gen)} for f, gen in zip(fields, generations, strict=True)]
+    check_predictions(by_id, rows)
     metrics = score(benchmark, rows)
     metrics.update(wall_s=round(wall, 3), questions_per_s=round(len(rows) / wall, 2), settings_per_pass=settings)
     return rows, metrics
