@@ -24,6 +24,7 @@ from transformers.models.llava_onevision.image_processing_pil_llava_onevision im
 )
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
+from ltopd.models.pixels import PatchTable
 from ltopd.models.special_tokens import IMAGE_PAD, VISION_END, VISION_START
 
 CONFIG_NAME = "ltopd_processor.json"
@@ -97,6 +98,7 @@ class ImageTextProcessor:
         self.max_input_pixels = max_input_pixels
         self.span = span
         self.image_token_id: int = tokenizer.convert_tokens_to_ids(span.token)
+        self.patch_table = PatchTable(image_processor) if PatchTable.supports(image_processor) else None
 
     def settings(self) -> dict[str, Any]:
         """What from_pretrained needs besides the tokenizer and image processor files."""
@@ -120,11 +122,28 @@ class ImageTextProcessor:
             )
 
     def process_images(self, images: Sequence[Image.Image]) -> dict[str, torch.Tensor]:
-        """pixel_values (patches, C*T*P*P) and image_grid_thw (n_images, 3) for `images`."""
+        """pixel_values (patches, C*T*P*P) and image_grid_thw (n_images, 3) for `images`.
+
+        An image object given several times (a question's rollouts in training) is processed
+        once and its patches repeated; on-grid images take the processor's exact table
+        (ltopd.models.pixels), the others the processor itself."""
         for image in images:
             self.check_image(image)
-        out = self.image_processor(images=list(images), return_tensors="pt")
-        return {"pixel_values": out["pixel_values"], "image_grid_thw": out["image_grid_thw"]}
+        first: dict[int, int] = {}  # id(image) -> its index among the distinct images
+        distinct: list[Image.Image] = []
+        for image in images:
+            if id(image) not in first:
+                first[id(image)] = len(distinct)
+                distinct.append(image)
+        out = self.patch_table(distinct) if self.patch_table is not None else None
+        if out is None:
+            out = self.image_processor(images=distinct, return_tensors="pt")
+        pixels, grids = out["pixel_values"], out["image_grid_thw"]
+        if len(distinct) < len(images):
+            parts = pixels.split(grids.prod(-1).tolist())
+            order = [first[id(im)] for im in images]
+            pixels, grids = torch.cat([parts[i] for i in order]), grids[order]
+        return {"pixel_values": pixels, "image_grid_thw": grids}
 
     def tokens_per_image(self, vision: dict[str, torch.Tensor]) -> list[int]:
         """Placeholder count of each image (post-merger tokens)."""
