@@ -43,7 +43,7 @@ def test_table_equals_the_processor_bit_for_bit(settings):
     table = PatchTable(processor)
     imgs = images(ON_GRID)
     got = table(imgs)
-    assert got is not None and table.verified is True
+    assert got is not None and table.verified == {False: True}
     assert_same(got, reference(processor, imgs))
     assert_same(table(images(ON_GRID, seed=1)), reference(processor, images(ON_GRID, seed=1)))
 
@@ -57,14 +57,31 @@ def test_every_byte_of_every_channel():
     assert_same(PatchTable(processor)([img, img2]), reference(processor, [img, img2]))
 
 
-def test_images_off_the_grid_or_not_rgb_are_left_to_the_processor():
+@pytest.mark.parametrize("sizes", [[(100, 70)], [(512, 512)], [(64, 64), (300, 200), (32, 32)]])
+def test_images_the_processor_resizes(sizes):
+    """Off the patch grid or above the pixel budget: resized as the processor resizes, then the table."""
     processor = build_image_processor(256)
     table = PatchTable(processor)
-    assert table(images([(100, 70)])) is None  # the processor would resize it
-    assert table(images([(512, 512)])) is None  # above the pixel budget: resized down
+    imgs = images(sizes)
+    assert_same(table(imgs), reference(processor, imgs))
+    assert table.verified == {True: True}
+
+
+def test_a_calls_pixel_budget():
+    """`size=` as the downsampling control passes it (a smaller pixel budget per call)."""
+    processor = build_image_processor(256)
+    table = PatchTable(processor)
+    size = {"shortest_edge": 1024, "longest_edge": 4 * 1024}
+    imgs = images([(256, 256), (512, 512)])
+    assert_same(table(imgs, size), processor(images=imgs, size=size, return_tensors="pt"))
+
+
+def test_images_not_rgb_are_left_to_the_processor():
+    table = PatchTable(build_image_processor(256))
     assert table(images([(64, 64)], mode="L")) is None
     assert table(images([(64, 64)], mode="RGBA")) is None
-    assert table.verified is None  # nothing compared yet
+    assert table([]) is None
+    assert table.verified == {}  # nothing compared
 
 
 def test_only_the_qwen2_vl_processor_itself():
@@ -84,9 +101,12 @@ def test_a_table_that_differs_falls_back_with_a_warning():
     imgs = images(ON_GRID)
     with pytest.warns(UserWarning, match="differ"):
         got = table(imgs)
-    assert table.verified is False
+    assert table.verified == {False: False}
     assert_same(got, reference(processor, imgs))
     assert table(imgs) is None  # from then on, the processor
+    with pytest.warns(UserWarning, match="resized"):  # resized images are compared on their own
+        table(images([(100, 70)]))
+    assert table.verified == {False: False, True: False}
 
 
 class _Tokenizer:
@@ -108,6 +128,6 @@ def test_process_images_repeats_an_image_object_given_twice(order):
 
 def test_process_images_mixed_batch_equals_the_processor():
     processor = ImageTextProcessor(_Tokenizer(), build_image_processor(256))
-    given = images([(64, 64), (100, 70), (32, 32)])  # one off the grid: the processor for all
+    given = images([(64, 64), (100, 70), (32, 32)]) + images([(64, 64)], mode="L")  # one not RGB: the processor
     given.append(given[1])
     assert_same(processor.process_images(given), reference(processor.image_processor, given))

@@ -60,7 +60,9 @@ class DownsampledProcessor(ImageTextProcessor):
             full = self.base.tokens_for_size(image.height, image.width)  # the count alone: no full-size pass
             keep = keep_count(full, self.ratio, self.floor)
             size = {"shortest_edge": ip.size["shortest_edge"], "longest_edge": keep * unit}
-            out = ip(images=[image], size=size, return_tensors="pt")
+            out = self.patch_table([image], size) if self.patch_table is not None else None
+            if out is None:
+                out = ip(images=[image], size=size, return_tensors="pt")
             parts.append((out["pixel_values"], out["image_grid_thw"]))
         return {"pixel_values": torch.cat([p for p, _ in parts]), "image_grid_thw": torch.cat([g for _, g in parts])}
 

@@ -8,9 +8,10 @@ time (IEEE arithmetic, element by element), so a table of the processor's own ou
 the 256 byte values of each channel gives the same floats, and the layout is the processor's
 patch order written once into the output.
 
-Taken only where the processor would not resize (the image already on its patch grid, RGB), and
-checked against the processor on the first images each instance sees: a transformers release
-whose arithmetic differs falls back to the processor, with a warning.
+Taken for RGB images (the twins' records); an image off the processor's patch grid is first
+resized as the processor resizes it (PIL, its resampling filter, to its ``smart_resize`` size). Each
+instance compares its first on-grid and its first resized batch with the processor itself: a
+transformers release whose arithmetic differs falls back to the processor, with a warning.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLIm
 
 
 class PatchTable:
-    """The processor's patches of on-grid RGB images, read from a per-channel table of its output."""
+    """The processor's patches of RGB images, read from a per-channel table of its output."""
 
     def __init__(self, processor: Qwen2VLImageProcessorPil) -> None:
         self.processor = processor
@@ -37,36 +38,44 @@ class PatchTable:
         if processor.do_normalize:
             values = processor.normalize(values, processor.image_mean, processor.image_std)
         self.table = np.asarray(values, dtype=np.float32)[:, 0, :]  # (channel, byte) -> float32
-        self.verified: bool | None = None  # None: not yet compared with the processor
+        self.verified: dict[bool, bool] = {}  # resized or not -> equal to the processor (absent: not compared yet)
 
     @staticmethod
     def supports(processor: object) -> bool:
         """The processor class whose arithmetic this reproduces (subclasses may change it)."""
         return type(processor) is Qwen2VLImageProcessorPil
 
-    def on_grid(self, image: Image.Image) -> bool:
-        """True when the processor would take the image's pixels as they are (RGB, no resize)."""
-        if image.mode != "RGB":
-            return False
-        p = self.processor
+    def target(self, image: Image.Image, size: dict[str, int] | None = None) -> tuple[int, int]:
+        """(height, width) the processor gives the image (its resize rule; ``size`` overrides its
+        pixel budget as a call's ``size=`` does)."""
+        p, (height, width) = self.processor, (image.height, image.width)
         if not p.do_resize:
-            return image.height % (self.patch * self.merge) == 0 and image.width % (self.patch * self.merge) == 0
-        side = smart_resize(image.height, image.width, factor=self.patch * self.merge,
-                            min_pixels=p.size["shortest_edge"], max_pixels=p.size["longest_edge"])
-        return side == (image.height, image.width)
+            return height, width
+        size = size or p.size
+        return smart_resize(height, width, factor=self.patch * self.merge,
+                            min_pixels=size["shortest_edge"], max_pixels=size["longest_edge"])
 
-    def __call__(self, images: Sequence[Image.Image]) -> dict[str, torch.Tensor] | None:
-        """pixel_values and image_grid_thw as the processor returns them, or None where this
-        cannot give them (an image off its grid, or the first comparison failed)."""
-        if self.verified is False or not images or not all(self.on_grid(im) for im in images):
+    def __call__(self, images: Sequence[Image.Image],
+                 size: dict[str, int] | None = None) -> dict[str, torch.Tensor] | None:
+        """pixel_values and image_grid_thw as ``processor(images=images, size=size)`` returns
+        them, or None where this does not give them (an image not RGB, or a comparison failed)."""
+        if not images or any(im.mode != "RGB" for im in images):
             return None
-        out = self._patches(images)
-        if self.verified is None:
-            reference = self.processor(images=list(images), return_tensors="pt")
-            self.verified = all(torch.equal(out[k], reference[k]) for k in out)
-            if not self.verified:
+        targets = [self.target(im, size) for im in images]
+        resized = any(t != (im.height, im.width) for t, im in zip(targets, images))
+        if self.verified.get(resized) is False:
+            return None
+        grid = [im if t == (im.height, im.width) else im.resize((t[1], t[0]), resample=self.processor.resample)
+                for t, im in zip(targets, images)]
+        out = self._patches(grid)
+        if resized not in self.verified:
+            reference = self.processor(images=list(images), return_tensors="pt",
+                                       **({"size": size} if size is not None else {}))
+            self.verified[resized] = all(torch.equal(out[k], reference[k]) for k in out)
+            if not self.verified[resized]:
                 warnings.warn(f"{type(self.processor).__name__}'s patches differ from ltopd.models.pixels' table "
-                              "(a changed transformers release?); using the processor", stacklevel=2)
+                              f"({'resized' if resized else 'on-grid'} images; a changed transformers release?); "
+                              "using the processor", stacklevel=2)
                 return {k: reference[k] for k in out}
         return out
 

@@ -125,7 +125,7 @@ class ImageTextProcessor:
         """pixel_values (patches, C*T*P*P) and image_grid_thw (n_images, 3) for `images`.
 
         An image object given several times (a question's rollouts in training) is processed
-        once and its patches repeated; on-grid images take the processor's exact table
+        once and its patches repeated; RGB images take the processor's exact table
         (ltopd.models.pixels), the others the processor itself."""
         for image in images:
             self.check_image(image)
