@@ -1,12 +1,12 @@
-"""Qwen2-VL's image patches without the processor's float passes: the same float32s, several times faster.
+"""Qwen2-VL's image patches without the processor's float passes: the same float32s in a quarter of the time.
 
 transformers' PIL image processor turns a uint8 image into float32 patches in four passes over
 the whole image (to float, rescale, normalise, patchify with the temporal copy); on the twins'
-256 px images that is a fifth of a student's evaluation job and a seventh of a training job
-(docs/measured/pixel-cache.md). Every step but the layout acts on one byte of one channel at a
-time (IEEE arithmetic, element by element), so a table of the processor's own output for each of
-the 256 byte values of each channel gives the same floats, and the layout is the processor's
-patch order written once into the output.
+256 px images that was about a tenth of a student's evaluation job and a seventh of an LT-OPD
+training job (py-spy; the table's figures: docs/measured/pixel-cache.md). Every step but the
+layout acts on one byte of one channel at a time (IEEE arithmetic, element by element), so a
+table of the processor's own output for each of the 256 byte values of each channel gives the
+same floats, and the layout is the processor's patch order written once into the output.
 
 Taken for RGB images (the twins' records); an image off the processor's patch grid is first
 resized as the processor resizes it (PIL, its resampling filter, to its ``smart_resize`` size). Each
