@@ -22,6 +22,7 @@ import time
 import torch
 
 import ltopd.models.backbone as backbone_module
+from ltopd.bench.evaluate import clean
 from ltopd.bench.scoring import score
 from ltopd.bench.suites import SUITES, synthetic_records
 from ltopd.models.inference import predict_settings
@@ -87,11 +88,9 @@ def main() -> None:
             times["no system"].append(run(bb, records, cap, prompt=without_system)[1])
         # the answers (a row's text past its closing tag is the batch's padding, which sorting changes)
         changed = sum(extract_answer(a) != extract_answer(b) for ga, gb in zip(base, moved) for a, b in zip(ga, gb))
-        scores = []
-        for gens in (base, moved):
-            rows = [{**r, "prediction": g.split("<|im_end|>")[0]} for r, g in zip(records, gens[0])]
-            rows5 = [{**r, "prediction": g.split("<|im_end|>")[0]} for r, g in zip(records, gens[1])]
-            scores.append((score(name, rows)["score"], score(name, rows5)["score"]))
+        # (full, 5%) scores of the two orders
+        scores = [[score(name, [{**r, "prediction": clean(g)} for r, g in zip(records, setting)])["score"]
+                   for setting in gens] for gens in (base, moved)]
         med = {k: statistics.median(v) for k, v in times.items()}
         print(f"| {name} | {len(records)} | {padding(lengths):.1%} | {padding([lengths[i] for i in order]):.1%} "
               f"| {med['as is']:.2f} | {med['sorted']:.2f} ({med['sorted'] / med['as is']:.2f}x) "

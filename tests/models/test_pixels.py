@@ -6,6 +6,7 @@ import torch
 from PIL import Image
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
+from ltopd.models.downsample import DownsampledProcessor
 from ltopd.models.pixels import PatchTable
 from ltopd.models.processor import ImageTextProcessor, build_glm_image_processor, build_image_processor
 
@@ -131,3 +132,19 @@ def test_process_images_mixed_batch_equals_the_processor():
     given = images([(64, 64), (100, 70), (32, 32)]) + images([(64, 64)], mode="L")  # one not RGB: the processor
     given.append(given[1])
     assert_same(processor.process_images(given), reference(processor.image_processor, given))
+
+
+def test_the_downsampling_control_reads_its_base_table():
+    """Each budget's processor shares the base's table (compared with the processor once per kind)
+    and gives the processor's patches at the budget's pixel budget."""
+    base = ImageTextProcessor(_Tokenizer(), build_image_processor(256))
+    small = DownsampledProcessor(base, 0.25, 1)
+    assert small.patch_table is base.patch_table
+    imgs = images([(256, 256), (512, 512)])
+    # both images have 64 tokens at full size (the 512 px one after the processor's resize): 0.25 keeps
+    # 16 tokens of 32 x 32 px
+    size = {"shortest_edge": 1024, "longest_edge": 16 * 1024}
+    want = [base.image_processor(images=[im], size=size, return_tensors="pt") for im in imgs]
+    got = small.process_images(imgs)
+    assert torch.equal(got["pixel_values"], torch.cat([w["pixel_values"] for w in want]))
+    assert torch.equal(got["image_grid_thw"], torch.cat([w["image_grid_thw"] for w in want]))

@@ -50,6 +50,7 @@ class DownsampledProcessor(ImageTextProcessor):
             raise ValueError(f"no downsampling rule for image processor {type(base.image_processor).__name__}; "
                              f"known: {sorted(c.__name__ for c in _BUDGETED_FRAMES)}")
         self.base, self.ratio, self.floor = base, ratio, floor
+        self.patch_table = base.patch_table  # the same processor: one table, compared with it once per kind
 
     def process_images(self, images: Sequence[Image.Image]) -> dict[str, torch.Tensor]:
         ip = self.image_processor
