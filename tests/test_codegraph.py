@@ -90,3 +90,40 @@ def test_the_release_code_is_the_release_builds_imports():
     assert {"twins/pretrain.py", "bench/evidence.py", "bench/suites/instruct.py", "data/sources.py",
             "twins/build.py"} <= files
     assert "report/grid_tables.py" not in files and "pipeline/train_job.py" not in files
+
+
+def _fresh() -> None:
+    for f in (codegraph._sources, codegraph._catalog_refs, codegraph.import_graph, codegraph.data_files):
+        f.cache_clear()
+
+
+def test_the_facts_cache_is_read_back_and_an_edited_file_is_parsed_again(toy, monkeypatch):
+    _fresh()
+    first = codegraph.closure(["ltopd.job"], toy), codegraph.code_files(["ltopd.job"], toy)
+    assert (toy / "__pycache__" / codegraph.CACHE_NAME).is_file()
+    parsed = []
+    real = codegraph._facts
+    monkeypatch.setattr(codegraph, "_facts", lambda text, name: parsed.append(name) or real(text, name))
+    _fresh()
+    assert (codegraph.closure(["ltopd.job"], toy), codegraph.code_files(["ltopd.job"], toy)) == first
+    assert parsed == []  # every file's facts came from the cache
+    (toy / "lib" / "top.py").write_text("import ltopd.unused\n")  # an edit: a new edge
+    _fresh()
+    assert codegraph.closure(["ltopd.job"], toy) == first[0] | {"ltopd.unused"}
+    assert [Path(p).name for p in parsed] == ["top.py"]  # only the edited file parsed again
+    _fresh()
+    monkeypatch.undo()
+
+
+def test_a_broken_or_unwritable_cache_gives_the_same_graph(toy, monkeypatch):
+    _fresh()
+    want = codegraph.import_graph(toy), codegraph.data_files(toy)
+    cache = toy / "__pycache__" / codegraph.CACHE_NAME
+    cache.write_text("{not json")
+    _fresh()
+    assert (codegraph.import_graph(toy), codegraph.data_files(toy)) == want
+    cache.unlink()
+    monkeypatch.setattr(codegraph, "_write_cache", lambda path, facts: None)  # as if read-only
+    _fresh()
+    assert (codegraph.import_graph(toy), codegraph.data_files(toy)) == want and not cache.exists()
+    _fresh()

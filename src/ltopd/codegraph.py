@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
+import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -27,15 +30,17 @@ def modules(root: Path = PACKAGE_ROOT) -> dict[str, Path]:
     return out
 
 
-def _targets(node: ast.Import | ast.ImportFrom, package: str, mods: dict[str, Path]) -> list[str]:
-    if isinstance(node, ast.Import):
-        return [a.name for a in node.names]
-    base = node.module or ""
-    if node.level:
-        up = package.split(".")[: len(package.split(".")) - node.level + 1]
+def _targets(imp: list, package: str, mods: dict[str, Path]) -> list[str]:
+    """The modules one import statement names (``imp``: [level, module, names, is_from])."""
+    level, module, names, is_from = imp
+    if not is_from:
+        return list(names)
+    base = module or ""
+    if level:
+        up = package.split(".")[: len(package.split(".")) - level + 1]
         base = ".".join(up + ([base] if base else []))
-    subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in mods]
-    return subs if len(subs) == len(node.names) else [base, *subs]
+    subs = [f"{base}.{n}" for n in names if f"{base}.{n}" in mods]
+    return subs if len(subs) == len(names) else [base, *subs]
 
 
 def _resolves_registry(node: ast.AST) -> bool:
@@ -44,19 +49,79 @@ def _resolves_registry(node: ast.AST) -> bool:
             and bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id == "__name__")
 
 
+def _names_a_file(value: str) -> bool:
+    """A string constant that may be a data file's path ("schemas/config.schema.yaml")."""
+    return "." in value and "\n" not in value and len(value) < 200 and not value.endswith(".py")
+
+
+def _is_declaration(value: str) -> bool:
+    """A "module:function" string (the catalog's declarations)."""
+    module, sep, function = value.partition(":")
+    return value.count(":") == 1 and module.isidentifier() and function.isidentifier()
+
+
+def _facts(text: str, filename: str) -> dict:
+    """What the graph reads of one source file: its import statements, whether it resolves a
+    registry, and the string constants that may name a data file or a declaration."""
+    facts: dict = {"imports": [], "registry": False, "strings": []}
+    for node in ast.walk(ast.parse(text, filename=filename)):
+        if isinstance(node, ast.Import):
+            facts["imports"].append([0, None, [a.name for a in node.names], False])
+        elif isinstance(node, ast.ImportFrom):
+            facts["imports"].append([node.level, node.module, [a.name for a in node.names], True])
+        elif _resolves_registry(node):
+            facts["registry"] = True
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                _names_a_file(node.value) or _is_declaration(node.value)):
+            facts["strings"].append(node.value)
+    return facts
+
+
+# Parsing every module is ~1 s, paid by every job (its code identity) and every Snakemake
+# parse: the facts are kept by each file's content hash in the package's __pycache__ (as
+# Python keeps bytecode), so only edited files are parsed again; unwritable, nothing is kept.
+CACHE_NAME = "codegraph-facts.json"
+
+
+def _read_cache(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_cache(path: Path, facts: dict) -> None:
+    try:
+        path.parent.mkdir(exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(facts, sort_keys=True))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 @functools.cache
-def _sources(root: Path) -> dict[str, tuple[Path, ast.Module]]:
-    """Module -> (source file, its syntax tree), each file parsed once."""
-    return {name: (path, ast.parse(path.read_text(), filename=str(path))) for name, path in modules(root).items()}
+def _sources(root: Path) -> dict[str, tuple[Path, dict]]:
+    """Module -> (source file, its facts), each file parsed once per content."""
+    files = modules(root)
+    texts = {name: path.read_bytes() for name, path in files.items()}
+    digests = {name: hashlib.sha256(text).hexdigest() for name, text in texts.items()}
+    cache_file = root / "__pycache__" / CACHE_NAME
+    cached = _read_cache(cache_file)
+    facts = {name: cached.get(digests[name]) for name in files}
+    missing = [name for name, f in facts.items() if f is None]
+    for name in missing:
+        facts[name] = _facts(texts[name].decode(), str(files[name]))
+    if missing:
+        _write_cache(cache_file, {digests[name]: facts[name] for name in files})
+    return {name: (files[name], facts[name]) for name in files}
 
 
 @functools.cache
 def _catalog_refs(root: Path) -> set[str]:
     """The module parts of the catalog's "module:function" declarations."""
-    tree = _sources(root)[f"{root.name}.catalog"][1]
-    return {n.value.partition(":")[0] for n in ast.walk(tree) if isinstance(n, ast.Constant)
-            and isinstance(n.value, str) and n.value.count(":") == 1 and n.value.partition(":")[0].isidentifier()
-            and n.value.partition(":")[2].isidentifier()}
+    strings = _sources(root)[f"{root.name}.catalog"][1]["strings"]
+    return {s.partition(":")[0] for s in strings if _is_declaration(s)}
 
 
 @functools.cache
@@ -66,21 +131,17 @@ def import_graph(root: Path = PACKAGE_ROOT) -> dict[str, frozenset[str]]:
     sources = _sources(root)
     mods = {name: path for name, (path, _) in sources.items()}
     graph: dict[str, set[str]] = {m: set() for m in mods}
-    for name, (path, tree) in sources.items():
+    for name, (path, facts) in sources.items():
         is_package = path.name == "__init__.py"
         package = name if is_package else name.rpartition(".")[0]
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                targets = _targets(node, package, mods)
-            elif is_package and _resolves_registry(node):
-                targets = [f"{name}.{ref}" for ref in _catalog_refs(root)]
-            else:
-                continue
-            for t in targets:
-                while t and t not in mods:
-                    t = t.rpartition(".")[0]
-                if t.startswith(root.name) and t != name:
-                    graph[name].add(t)
+        targets = [t for imp in facts["imports"] for t in _targets(imp, package, mods)]
+        if is_package and facts["registry"]:
+            targets += [f"{name}.{ref}" for ref in _catalog_refs(root)]
+        for t in targets:
+            while t and t not in mods:
+                t = t.rpartition(".")[0]
+            if t.startswith(root.name) and t != name:
+                graph[name].add(t)
     return {m: frozenset(d) for m, d in graph.items()}
 
 
@@ -90,13 +151,12 @@ def data_files(root: Path = PACKAGE_ROOT) -> dict[str, frozenset[Path]]:
     the module's folder or from the package root, e.g. "schemas/config.schema.yaml"): data the
     code reads, such as the paper's reported numbers."""
     out = {}
-    for name, (path, tree) in _sources(root).items():
+    for name, (path, facts) in _sources(root).items():
         found = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and "." in node.value \
-                    and "\n" not in node.value and len(node.value) < 200 and not node.value.endswith(".py"):
+        for value in facts["strings"]:
+            if _names_a_file(value):
                 for base in (path.parent, root):
-                    candidate = base / node.value
+                    candidate = base / value
                     if candidate.is_file():
                         found.add(candidate)
         out[name] = frozenset(found)

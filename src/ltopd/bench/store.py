@@ -35,9 +35,12 @@ def save_records(records: list[dict], out: str | Path) -> Path:
 
 
 def load_saved(path: str | Path) -> list[dict]:
-    """The records written by :func:`save_records` (images decoded to PIL)."""
+    """The records written by :func:`save_records` (images decoded to PIL; ``ltopd.data.rows``:
+    the table read at once, not row by row)."""
+    from ltopd.data.rows import rows
+
     path = Path(path)
     if not (path / "dataset_info.json").is_file():
         raise FileNotFoundError(f"{path}: not a saved benchmark (no dataset_info.json); "
                                 f"build it with `ltopd build-bench`")
-    return list(datasets.load_from_disk(str(path)))
+    return rows(datasets.load_from_disk(str(path)))

@@ -18,10 +18,11 @@ from ltopd.train.trainer import StepLog, TrainConfig, Trainer
 def lt14k_batches(path: str | Path) -> list[list[dict]]:
     """LT-14K's batches in the order the balanced sampler wrote them (one per update)."""
     from ltopd.data import lt14k
+    from ltopd.data.rows import rows
 
     ds, _ = lt14k.load(path)
     groups: dict[int, list[tuple[int, dict]]] = defaultdict(list)
-    for rec in ds:
+    for rec in rows(ds):
         groups[int(rec["batch"])].append((int(rec["position"]), rec))
     return [[r for _, r in sorted(groups[b], key=lambda x: x[0])] for b in sorted(groups)]
 

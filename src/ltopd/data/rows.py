@@ -1,0 +1,61 @@
+"""A `datasets` dataset's rows, read at once: what ``list(dataset)`` gives, at a third of its cost.
+
+``list(dataset)`` formats row by row (an Arrow slice, a copy of the features, the decoders'
+dispatch): about 0.9 ms a row on these machines, three times the decoding of a 256 px image
+(benchmark records: a student's evaluation job reads ~5,500 of them, an LT-OPD training 1,400).
+Here the Arrow table is converted once and each image is decoded as ``datasets.Image`` decodes
+it: opened from its bytes, loaded, turned upright by its EXIF orientation, converted to the
+feature's mode. Columns of any other decoded type, and images stored by path, go through the
+library's own decoder.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import datasets
+from PIL import Image, ImageOps
+
+
+def _decode_image(value: dict[str, Any] | None, feature: datasets.Image) -> Any:
+    """``feature.decode_example(value)`` for an image stored as bytes (the library's for a path)."""
+    if value is None or not feature.decode:
+        return value
+    if value.get("bytes") is None:
+        return feature.decode_example(value)
+    image = Image.open(io.BytesIO(value["bytes"]))
+    image.load()
+    if image.getexif().get(Image.ExifTags.Base.Orientation) is not None:
+        image = ImageOps.exif_transpose(image)
+    if feature.mode and feature.mode != image.mode:
+        image = image.convert(feature.mode)
+    return image
+
+
+def _image_list(feature: Any) -> datasets.Image | None:
+    """The image feature of a list-of-images column, else None."""
+    inner = getattr(feature, "feature", None)
+    return inner if isinstance(feature, datasets.List | datasets.LargeList) and isinstance(inner, datasets.Image) else None
+
+
+def rows(ds: datasets.Dataset) -> list[dict[str, Any]]:
+    """Every row of ``ds`` (its indices mapping applied), equal to ``list(ds)``."""
+    images, lists, other = {}, {}, {}
+    for name, feature in ds.features.items():
+        if isinstance(feature, datasets.Image):
+            images[name] = feature
+        elif _image_list(feature) is not None:
+            lists[name] = _image_list(feature)
+        elif datasets.features.features.require_decoding(feature):
+            other[name] = feature
+    out = ds.with_format("arrow")[:].to_pylist()
+    for row in out:
+        for name, feature in images.items():
+            row[name] = _decode_image(row[name], feature)
+        for name, feature in lists.items():
+            if row[name] is not None:
+                row[name] = [_decode_image(v, feature) for v in row[name]]
+        for name, feature in other.items():
+            row[name] = datasets.features.features.decode_nested_example(feature, row[name])
+    return out
