@@ -3,6 +3,7 @@ on a hand-made package (every kind of import), and on the modules the jobs were 
 when their code inputs were listed by hand."""
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -126,4 +127,22 @@ def test_a_broken_or_unwritable_cache_gives_the_same_graph(toy, monkeypatch):
     monkeypatch.setattr(codegraph, "_write_cache", lambda path, facts: None)  # as if read-only
     _fresh()
     assert (codegraph.import_graph(toy), codegraph.data_files(toy)) == want and not cache.exists()
+    _fresh()
+
+
+def test_facts_read_by_another_version_of_the_reader_are_not_reused(toy, monkeypatch):
+    _fresh()
+    want = codegraph.import_graph(toy)
+    cache = toy / "__pycache__" / codegraph.CACHE_NAME
+    stale = json.loads(cache.read_text())
+    for facts in stale["facts"].values():
+        facts["imports"] = []  # what an older reader might have kept
+    cache.write_text(json.dumps(stale))
+    _fresh()
+    assert codegraph.import_graph(toy) != want  # the same reader trusts what it kept
+    _fresh()
+    cache.write_text(json.dumps(stale))
+    monkeypatch.setattr(codegraph, "_READER", "another reader")
+    _fresh()
+    assert codegraph.import_graph(toy) == want
     _fresh()

@@ -56,7 +56,7 @@ def _names_a_file(value: str) -> bool:
 
 def _is_declaration(value: str) -> bool:
     """A "module:function" string (the catalog's declarations)."""
-    module, sep, function = value.partition(":")
+    module, _, function = value.partition(":")
     return value.count(":") == 1 and module.isidentifier() and function.isidentifier()
 
 
@@ -79,14 +79,17 @@ def _facts(text: str, filename: str) -> dict:
 
 # Parsing every module is ~1 s, paid by every job (its code identity) and every Snakemake
 # parse: the facts are kept by each file's content hash in the package's __pycache__ (as
-# Python keeps bytecode), so only edited files are parsed again; unwritable, nothing is kept.
+# Python keeps bytecode), so only edited files are parsed again; the cache holds the hash of
+# this file too (facts read by other rules are not reused); unwritable, nothing is kept.
 CACHE_NAME = "codegraph-facts.json"
+_READER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
 def _read_cache(path: Path) -> dict:
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        cache = json.loads(path.read_text())
+        return cache["facts"] if cache.get("reader") == _READER else {}
+    except (OSError, ValueError, KeyError, AttributeError):
         return {}
 
 
@@ -94,7 +97,7 @@ def _write_cache(path: Path, facts: dict) -> None:
     try:
         path.parent.mkdir(exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(facts, sort_keys=True))
+        tmp.write_text(json.dumps({"reader": _READER, "facts": facts}, sort_keys=True))
         os.replace(tmp, path)
     except OSError:
         pass
