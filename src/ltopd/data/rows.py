@@ -36,7 +36,8 @@ def _decode_image(value: dict[str, Any] | None, feature: datasets.Image) -> Any:
 def _image_list(feature: Any) -> datasets.Image | None:
     """The image feature of a list-of-images column, else None."""
     inner = getattr(feature, "feature", None)
-    return inner if isinstance(feature, datasets.List | datasets.LargeList) and isinstance(inner, datasets.Image) else None
+    is_list = isinstance(feature, datasets.List | datasets.LargeList)
+    return inner if is_list and isinstance(inner, datasets.Image) else None
 
 
 def rows(ds: datasets.Dataset) -> list[dict[str, Any]]:
