@@ -98,51 +98,63 @@ def _fresh() -> None:
         f.cache_clear()
 
 
-def test_the_facts_cache_is_read_back_and_an_edited_file_is_parsed_again(toy, monkeypatch):
+@pytest.fixture
+def fresh():
+    """The in-process caches cleared before and after (the file cache is the toy's own)."""
     _fresh()
+    yield _fresh
+    _fresh()
+
+
+def test_the_facts_cache_is_read_back_and_an_edited_file_is_parsed_again(toy, fresh, monkeypatch):
     first = codegraph.closure(["ltopd.job"], toy), codegraph.code_files(["ltopd.job"], toy)
     assert (toy / "__pycache__" / codegraph.CACHE_NAME).is_file()
     parsed = []
     real = codegraph._facts
     monkeypatch.setattr(codegraph, "_facts", lambda text, name: parsed.append(name) or real(text, name))
-    _fresh()
+    fresh()
     assert (codegraph.closure(["ltopd.job"], toy), codegraph.code_files(["ltopd.job"], toy)) == first
     assert parsed == []  # every file's facts came from the cache
     (toy / "lib" / "top.py").write_text("import ltopd.unused\n")  # an edit: a new edge
-    _fresh()
+    fresh()
     assert codegraph.closure(["ltopd.job"], toy) == first[0] | {"ltopd.unused"}
     assert [Path(p).name for p in parsed] == ["top.py"]  # only the edited file parsed again
-    _fresh()
-    monkeypatch.undo()
 
 
-def test_a_broken_or_unwritable_cache_gives_the_same_graph(toy, monkeypatch):
-    _fresh()
+@pytest.mark.parametrize("broken", ["{not json", "[]", '{"reader": READER, "facts": []}',
+                                    '{"reader": READER, "facts": {"x": {"imports": []}}}'])
+def test_a_broken_cache_gives_the_same_graph(toy, fresh, broken):
     want = codegraph.import_graph(toy), codegraph.data_files(toy)
     cache = toy / "__pycache__" / codegraph.CACHE_NAME
-    cache.write_text("{not json")
-    _fresh()
+    cache.write_text(broken.replace("READER", json.dumps(codegraph._READER)))
+    fresh()
     assert (codegraph.import_graph(toy), codegraph.data_files(toy)) == want
-    cache.unlink()
-    monkeypatch.setattr(codegraph, "_write_cache", lambda path, facts: None)  # as if read-only
-    _fresh()
-    assert (codegraph.import_graph(toy), codegraph.data_files(toy)) == want and not cache.exists()
-    _fresh()
+    assert json.loads(cache.read_text())["reader"] == codegraph._READER  # rewritten whole
 
 
-def test_facts_read_by_another_version_of_the_reader_are_not_reused(toy, monkeypatch):
-    _fresh()
+def test_an_unwritable_cache_gives_the_same_graph_and_leaves_nothing(toy, fresh, monkeypatch):
+    want = codegraph.import_graph(toy), codegraph.data_files(toy)
+    (toy / "__pycache__" / codegraph.CACHE_NAME).unlink()
+
+    def refuse(src, dst):
+        raise PermissionError(f"read-only: {dst}")
+
+    monkeypatch.setattr(codegraph.os, "replace", refuse)
+    fresh()
+    assert (codegraph.import_graph(toy), codegraph.data_files(toy)) == want
+    assert list((toy / "__pycache__").iterdir()) == []  # no cache, no temp file left
+
+
+def test_facts_read_by_another_version_of_the_reader_are_not_reused(toy, fresh, monkeypatch):
     want = codegraph.import_graph(toy)
     cache = toy / "__pycache__" / codegraph.CACHE_NAME
     stale = json.loads(cache.read_text())
     for facts in stale["facts"].values():
         facts["imports"] = []  # what an older reader might have kept
     cache.write_text(json.dumps(stale))
-    _fresh()
+    fresh()
     assert codegraph.import_graph(toy) != want  # the same reader trusts what it kept
-    _fresh()
     cache.write_text(json.dumps(stale))
     monkeypatch.setattr(codegraph, "_READER", "another reader")
-    _fresh()
+    fresh()
     assert codegraph.import_graph(toy) == want
-    _fresh()

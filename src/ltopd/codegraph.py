@@ -15,6 +15,7 @@ import functools
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -78,29 +79,34 @@ def _facts(text: str, filename: str) -> dict:
 
 
 # Parsing every module is ~1 s, paid by every job (its code identity) and every Snakemake
-# parse: the facts are kept by each file's content hash in the package's __pycache__ (as
-# Python keeps bytecode), so only edited files are parsed again; the cache holds the hash of
-# this file too (facts read by other rules are not reused); unwritable, nothing is kept.
+# parse: each file's facts are kept by its content hash in the package's __pycache__ (a cache of
+# parsed source, not bytecode: written even where Python writes no .pyc), so only edited files
+# are parsed again. The cache names its reader (this file's hash and the Python version), so
+# facts read by other rules are not reused; a broken or unwritable cache is parsed around.
 CACHE_NAME = "codegraph-facts.json"
-_READER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+_READER = f"{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()} py{sys.version_info[0]}.{sys.version_info[1]}"
+_FACT_KEYS = {"imports", "registry", "strings"}
 
 
 def _read_cache(path: Path) -> dict:
     try:
         cache = json.loads(path.read_text())
-        return cache["facts"] if cache.get("reader") == _READER else {}
-    except (OSError, ValueError, KeyError, AttributeError):
+    except (OSError, ValueError):
         return {}
+    facts = cache.get("facts") if isinstance(cache, dict) and cache.get("reader") == _READER else None
+    if not isinstance(facts, dict):
+        return {}
+    return {k: v for k, v in facts.items() if isinstance(v, dict) and v.keys() == _FACT_KEYS}
 
 
 def _write_cache(path: Path, facts: dict) -> None:
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"reader": _READER, "facts": facts}, sort_keys=True))
         os.replace(tmp, path)
     except OSError:
-        pass
+        tmp.unlink(missing_ok=True)
 
 
 @functools.cache

@@ -100,3 +100,20 @@ def test_exif_orientation_mode_conversion_and_paths_as_the_library_decodes(tmp_p
     assert ours[0]["upright"].size == ((17, 23) if orientation in (6, 8) else (23, 17))  # turned upright
     assert ours[0]["as_rgb"].mode == "RGB" and ours[0]["raw"][0].keys() == {"bytes", "path"}
     assert np.array_equal(np.asarray(ours[0]["nested"]["img"]), np.asarray(reference[0]["nested"]["img"]))
+
+
+def test_a_dataset_with_an_output_format_is_read_as_the_library_formats_it(tmp_path) -> None:
+    """A type, a column subset, a transform, and a format saved with the dataset."""
+    rng = np.random.default_rng(1)
+    features = datasets.Features({"img": datasets.Image(), "n": datasets.Value("int32")})
+    ds = datasets.Dataset.from_list([{"img": _png(_image(rng, "RGB")), "n": i} for i in range(3)], features=features)
+    for formatted in (ds.with_format("numpy"), ds.with_format(columns=["n"]),
+                      ds.with_transform(lambda batch: {"n": [n * 2 for n in batch["n"]]})):
+        ours, reference = rows(formatted), list(formatted)
+        assert len(ours) == len(reference) and all(a.keys() == b.keys() for a, b in zip(ours, reference))
+        assert all(np.array_equal(np.asarray(a[k]), np.asarray(b[k])) for a, b in zip(ours, reference) for k in a)
+    assert rows(ds.with_format(columns=["n"]))[0] == {"n": 0}
+    assert rows(ds.with_transform(lambda batch: {"n": [n * 2 for n in batch["n"]]}))[2] == {"n": 4}
+    ds.with_format("numpy").save_to_disk(str(tmp_path / "numpy"))
+    saved = datasets.load_from_disk(str(tmp_path / "numpy"))
+    assert isinstance(rows(saved)[0]["img"], np.ndarray)  # the saved format, as list() reads it

@@ -6,7 +6,8 @@ dispatch): about 0.9 ms a row on these machines, three times the decoding of a 2
 Here the Arrow table is converted once and each image is decoded as ``datasets.Image`` decodes
 it: opened from its bytes, loaded, turned upright by its EXIF orientation, converted to the
 feature's mode. Columns of any other decoded type, and images stored by path, go through the
-library's own decoder.
+library's own decoder; a dataset with an output format (a type, a column subset, a transform) is
+read by ``list`` itself. The whole table is converted in memory (a record set: tens of MB).
 """
 
 from __future__ import annotations
@@ -40,8 +41,17 @@ def _image_list(feature: Any) -> datasets.Image | None:
     return inner if is_list and isinstance(inner, datasets.Image) else None
 
 
+def _plain(ds: datasets.Dataset) -> bool:
+    """No output format: ``list(ds)`` gives every column, as Python objects, untransformed."""
+    fmt = ds.format
+    return fmt["type"] is None and not fmt["format_kwargs"] and list(fmt["columns"]) == ds.column_names \
+        and not fmt["output_all_columns"]
+
+
 def rows(ds: datasets.Dataset) -> list[dict[str, Any]]:
     """Every row of ``ds`` (its indices mapping applied), equal to ``list(ds)``."""
+    if not _plain(ds):
+        return list(ds)
     images, lists, other = {}, {}, {}
     for name, feature in ds.features.items():
         if isinstance(feature, datasets.Image):
