@@ -116,3 +116,35 @@ def test_rollouts_never_sample_a_visual_placeholder(tok, records) -> None:
     bb.model.lm_head.register_forward_hook(favour)
     ro = rollout(bb, records, 2, 0.5, "cdpruner", 1, max_new_tokens=4, seed=0)
     assert not any(t in visual for r in ro.responses for t in r)
+
+
+@pytest.mark.parametrize("method", ["ltopd", "kd_fixed_prefix"])
+def test_the_teacher_reads_the_students_encoding_and_the_update_is_the_same(tok, records, method, monkeypatch):
+    """One teacher forward per student microbatch: the teacher (a copy of the student) scores the
+    student's encoding of the rows instead of encoding them again; the update is bit for bit the
+    one with its own encoding."""
+    from ltopd.train.distill import DistillTrainer
+
+    cfg = TrainConfig(budget=0.25, selector="cdpruner", floor=1, rollouts=3, max_new_tokens=5, top_k=20,
+                      lrs={"lm": 1e-3, "merger": 1e-3, "vision": 1e-3}, student_microbatch=4, seed=3)
+    own = DistillTrainer._teacher_logits
+
+    def update(reuse: bool):
+        if not reuse:  # the path before: the teacher encodes its rows itself
+            monkeypatch.setattr(DistillTrainer, "_teacher_logits",
+                                lambda self, *a, **k: own(self, *a[:5], **{**k, "encoded": None}))
+        trainer = make_trainer(backbone(tok), method_spec(method), cfg, total_steps=4)
+        encodes = []
+        real = trainer.teacher.encode
+        trainer.teacher.encode = lambda recs, resp=None: encodes.append(resp is not None) or real(recs, resp)
+        trainer.optimizer.zero_grad(set_to_none=True)
+        loss, _ = trainer.step_loss(records, 0.25, 0)
+        monkeypatch.undo()
+        grads = {n: p.grad.clone() for n, p in trainer.student.model.named_parameters() if p.grad is not None}
+        return float(loss), grads, sum(encodes)
+
+    loss, grads, teacher_encodes = update(True)
+    ref_loss, ref_grads, ref_teacher_encodes = update(False)
+    assert teacher_encodes == 0 and ref_teacher_encodes >= 1
+    assert loss == ref_loss and grads.keys() == ref_grads.keys()
+    assert all(torch.equal(grads[n], ref_grads[n]) for n in grads)
