@@ -43,3 +43,16 @@ def test_dvc_plots_are_images(profile, monkeypatch):
     plots = [next(iter(p)) for s in stages.values() for p in s.get("plots", [])]
     assert plots and all(Path(p).suffix == ".png" for p in plots), plots
     assert all(set(next(iter(p.values()))) == {"persist"} for s in stages.values() for p in s.get("plots", []))
+
+
+def test_dvc_hashes_no_bytecode_or_parse_cache_in_its_code_folders(monkeypatch):
+    """Folder deps (src/ltopd/data, ...) hold __pycache__ once a job ran (.pyc files, codegraph's
+    cache); .dvcignore keeps them out of the stages' hashes."""
+    import subprocess
+
+    monkeypatch.chdir(ROOT)
+    paths = ["src/ltopd/data/__pycache__/rows.cpython-311.pyc", "src/ltopd/__pycache__/codegraph-facts.json"]
+    proc = subprocess.run(["dvc", "check-ignore", *paths], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.split() == paths, proc.stdout + proc.stderr
+    code = subprocess.run(["dvc", "check-ignore", "src/ltopd/data/rows.py"], capture_output=True, text=True)
+    assert code.returncode == 1  # the code itself stays hashed
