@@ -10,6 +10,7 @@ import datasets
 
 from ltopd.atomic import atomic_dir
 from ltopd.data.records import FEATURES, encode_images
+from ltopd.data.rows import rows
 
 # The LT-14K record schema without the sampler's batch/position columns.
 BENCH_FEATURES = datasets.Features({k: v for k, v in FEATURES.items() if k not in ("batch", "position")})
@@ -37,8 +38,6 @@ def save_records(records: list[dict], out: str | Path) -> Path:
 def load_saved(path: str | Path) -> list[dict]:
     """The records written by :func:`save_records` (images decoded to PIL; ``ltopd.data.rows``:
     the table read at once, not row by row)."""
-    from ltopd.data.rows import rows
-
     path = Path(path)
     if not (path / "dataset_info.json").is_file():
         raise FileNotFoundError(f"{path}: not a saved benchmark (no dataset_info.json); "

@@ -56,8 +56,8 @@ def rows(ds: datasets.Dataset) -> list[dict[str, Any]]:
     for name, feature in ds.features.items():
         if isinstance(feature, datasets.Image):
             images[name] = feature
-        elif _image_list(feature) is not None:
-            lists[name] = _image_list(feature)
+        elif (inner := _image_list(feature)) is not None:
+            lists[name] = inner
         elif datasets.features.features.require_decoding(feature):
             other[name] = feature
     out = ds.with_format("arrow")[:].to_pylist()

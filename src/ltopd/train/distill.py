@@ -119,12 +119,11 @@ class DistillTrainer(Trainer):
         teacher is a copy of the student, its processor too; an encoding is a third of the
         batches' preparation in an LT-OPD update, ~3% of it)."""
         size = self.cfg.teacher_microbatch or len(records)
-        if encoded is not None and size >= len(records):
-            feats = None if features is None else features.rows(record_of)
-            return teacher_response_logits(self.teacher, encoded, width, feats).logits
+        whole = encoded is not None and size >= len(records)
         parts = []
         for lo in range(0, len(records), size):
-            batch, w = encode_responses(self.teacher, records[lo:lo + size], responses[lo:lo + size])
+            batch, w = (encoded, width) if whole else encode_responses(self.teacher, records[lo:lo + size],
+                                                                       responses[lo:lo + size])
             feats = None if features is None else features.rows(record_of[lo:lo + size])
             logits = teacher_response_logits(self.teacher, batch, w, feats).logits
             parts.append(torch.nn.functional.pad(logits, (0, 0, width - w, 0)))
