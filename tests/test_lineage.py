@@ -79,6 +79,37 @@ def test_a_model_made_by_a_run_is_found_by_the_runs_that_read_it(tmp_path, monke
     assert entry.dataset.source_type == "local"
 
 
+
+def test_a_job_looks_its_model_up_once_per_store(tmp_path, monkeypatch):
+    """An evaluation job reads one model in every setting's run: one search per process and store
+    (it loads every metric logged on the model); each run still lists the model as its input."""
+    searches = []
+    real = MlflowClient.search_logged_models
+    monkeypatch.setattr(MlflowClient, "search_logged_models",
+                        lambda self, *a, **k: searches.append(self.tracking_uri) or real(self, *a, **k))
+    monkeypatch.setattr(lineage, "_FOUND", {})
+    ids, runs = [], []
+    stores = {p: tracking.Settings(f"sqlite:///{tmp_path / p / 'm.db'}", "e", "art", str(tmp_path / p / "parent.json"),
+                                   "p") for p in ("a", "b")}
+    for project in ("a", "b"):  # two projects, the same release weights
+        (tmp_path / project).mkdir()
+        monkeypatch.chdir(tmp_path / project)
+        _release(tmp_path / project / "releases" / "tiny", b"w1")
+        for _ in range(3):
+            with tracking.job_run(stores[project], "evaluate", {"method": "full"}, {}) as run:
+                ids.append(lineage.use_model(run, "releases/tiny"))
+                runs.append((project, run.run_id))
+    assert len(searches) == 2 and len(set(ids[:3])) == 1 and len(set(ids[3:])) == 1
+    assert ids[0] != ids[3]  # b's store has its own logged model, not a's id
+    for project, run_id in runs:
+        monkeypatch.chdir(tmp_path / project)
+        (entry,) = MlflowClient(stores[project].tracking_uri).get_run(run_id).inputs.model_inputs
+        assert entry.model_id == ids[0 if project == "a" else 3]
+    lineage._FOUND.clear()  # a new process: found by its search, not registered again
+    with tracking.job_run(stores["b"], "evaluate", {"method": "full"}, {}) as run:
+        assert lineage.use_model(run, "releases/tiny") == ids[3]
+    assert len(searches) == 3
+
 # What a user does in the moved project, each in a process of its own (as after a move: MLflow
 # caches the store's connection and artifact locations within a process).
 _RELOCATE = "from ltopd.cli import main; raise SystemExit(main(['mlflow-relocate', '--config', 'profile.yaml']))"
