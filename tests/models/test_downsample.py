@@ -13,7 +13,7 @@ from PIL import Image
 
 import ltopd.models.inference as inference
 from ltopd.bench.evaluate import evaluate_settings
-from ltopd.models.downsample import downsampled
+from ltopd.models.downsample import downsampled, pixels_key
 from ltopd.models.hook import trailing_placeholders
 from ltopd.selectors import keep_count
 from ltopd.twins.architectures import TWINS, twin_backbone
@@ -104,3 +104,28 @@ def test_predictions_run_on_the_small_image_with_no_selector(bb, monkeypatch):
     assert [f.shape[0] for f in small.image_features(batch)] == [16]
     (rows, metrics), = evaluate_settings(small, records, "vstar", [(1.0, None)], floor=1, batch_size=1)
     assert metrics["n"] == 1 and len(rows) == 1
+
+
+RATIOS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
+
+
+@pytest.mark.parametrize("size", [(256, 256), (96, 128), (300, 180), (17, 640), (512, 512)])
+def test_budgets_with_one_pixels_key_give_the_same_pixels(bb, size):
+    """pixels_key (how the grouped evaluation runs one downsampling pass for several budgets):
+    each native image's resized size is the one its processor's output has, and budgets whose
+    keys are equal get the same pixel_values and grid from the processor, brute force."""
+    images = [_image(*size), _image(size[1], size[0], seed=1)]
+    records = [{"images": [im]} for im in images]
+    seen: dict[tuple, dict[str, torch.Tensor]] = {}
+    for ratio in RATIOS:
+        small = downsampled(bb, ratio, floor=1)
+        out = small.processor.process_images(images)
+        key = pixels_key(small, records)
+        if key[0] == "native":
+            patch = small.processor.image_processor.patch_size
+            assert list(key[1:]) == [(int(h) * patch, int(w) * patch) for _, h, w in out["image_grid_thw"].tolist()]
+        if key in seen:
+            assert all(torch.equal(out[k], seen[key][k]) for k in out), (ratio, key)
+        seen[key] = out
+    if size == (256, 256):  # the twins' 64 tokens: 0.2 and 0.15 both come out 3 x 3, 0.1 and 0.05 2 x 2
+        assert len(seen) == 4

@@ -75,7 +75,8 @@ def test_group_job_writes_the_per_setting_jobs_bytes(tmp_path, monkeypatch):
     """`ltopd evaluate-group` over a backbone's training-free rows (full, blind, two selectors at
     two budgets, the downsampling control) == one `ltopd evaluate` per setting, byte for byte;
     one MLflow run per setting, named as before; the images of a record set go through the vision
-    tower once per batch for all the rows that share them, once more per downsampling budget."""
+    tower once per batch for all the rows that share them, once more per downsampled size (budgets
+    whose images come out the same size share it)."""
     import ltopd.bench.evaluate as evaluate_module
 
     settings = _env(tmp_path, monkeypatch)
@@ -87,7 +88,9 @@ def test_group_job_writes_the_per_setting_jobs_bytes(tmp_path, monkeypatch):
     save_backbone(twin_backbone("qwen35-tiny", tok, seed=0), tmp_path / "model")
     spec = json.dumps({"profile": "t", "reduction": {"floor": 1}, "evaluation": {"batch_size": 4}})
     common = ["--spec", spec, "--backbone", "b", "--model", str(tmp_path / "model")]
-    rows = [("full", 1.0), ("blind", 1.0)] + [(m, b) for m in ("divprune", "random", "downsample") for b in (0.05, 0.2)]
+    rows = [("full", 1.0), ("blind", 1.0)] + [(m, b) for m in ("divprune", "random") for b in (0.05, 0.2)]
+    # 128 px images: 0.05 and 0.15 keep 1 and 3 of 16 tokens, both resized to 1 x 1
+    rows += [("downsample", b) for b in (0.05, 0.15, 0.2)]
     grid = [(m, b, bench) for bench in ("pope", "mmbench") for m, b in rows]
     targets = [{"method": m, "budget": b, "benchmark": bench, "records": str(tmp_path / "records" / bench),
                 "out_dir": str(tmp_path / "group" / m / bench / f"{b:g}")} for m, b, bench in grid]
@@ -96,7 +99,7 @@ def test_group_job_writes_the_per_setting_jobs_bytes(tmp_path, monkeypatch):
     monkeypatch.setattr(evaluate_module, "evaluate_settings", lambda bb, recs, bench, s, *a, **k: passes.append(
         (bench, len(s))) or original(bb, recs, bench, s, *a, **k))
     assert main(["evaluate-group", *common, "--seed", "0", "--settings", json.dumps(targets)]) == 0
-    # per benchmark: full and the 4 selector settings share a pass; blind; one per downsampling budget
+    # per benchmark: full and the 4 selector settings share a pass; blind; one per downsampled size
     assert sorted(passes) == sorted([(bench, n) for bench in ("pope", "mmbench") for n in (5, 1, 1, 1)])
     for m, b, bench in grid:
         one = tmp_path / "one" / m / bench / f"{b:g}"

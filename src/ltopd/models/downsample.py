@@ -27,7 +27,9 @@ import torch
 from PIL import Image
 from transformers.image_utils import SizeDict
 from transformers.models.glm46v.image_processing_pil_glm46v import Glm46VImageProcessorPil
+from transformers.models.glm46v.image_processing_pil_glm46v import smart_resize as glm_resize
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize as qwen_resize
 
 from ltopd.models.backbone import Backbone
 from ltopd.models.processor import ImageTextProcessor, TileProcessor
@@ -38,6 +40,16 @@ from ltopd.selectors import keep_count
 _BUDGETED_FRAMES = {
     Qwen2VLImageProcessorPil: lambda ip: 1,
     Glm46VImageProcessorPil: lambda ip: int(ip.temporal_patch_size),
+}
+
+# ... and the (height, width) it resizes an image to under a pixel budget `size`: its own
+# `smart_resize`, called as its resize step calls it.
+_RESIZED = {
+    Qwen2VLImageProcessorPil: lambda ip, h, w, size: qwen_resize(
+        h, w, factor=ip.patch_size * ip.merge_size, min_pixels=size["shortest_edge"], max_pixels=size["longest_edge"]),
+    Glm46VImageProcessorPil: lambda ip, h, w, size: glm_resize(
+        num_frames=ip.temporal_patch_size, height=h, width=w, factor=ip.patch_size * ip.merge_size,
+        temporal_factor=ip.temporal_patch_size, min_pixels=size["shortest_edge"], max_pixels=size["longest_edge"]),
 }
 
 
@@ -52,15 +64,28 @@ class DownsampledProcessor(ImageTextProcessor):
         self.base, self.ratio, self.floor = base, ratio, floor
         self.patch_table = base.patch_table  # the same processor: one table, compared with it once per kind
 
-    def process_images(self, images: Sequence[Image.Image]) -> dict[str, torch.Tensor]:
+    def budget(self, image: Image.Image) -> dict[str, int]:
+        """The pixel budget (the processor's ``size``) that gives ``image`` its keep count."""
         ip = self.image_processor
         unit = int(ip.patch_size * ip.merge_size) ** 2 * _BUDGETED_FRAMES[type(ip)](ip)  # pixels per token
+        full = self.base.tokens_for_size(image.height, image.width)  # the count alone: no full-size pass
+        keep = keep_count(full, self.ratio, self.floor)
+        return {"shortest_edge": ip.size["shortest_edge"], "longest_edge": keep * unit}
+
+    def resized(self, image: Image.Image) -> tuple[int, int]:
+        """(height, width) of ``image`` once resized: its pixels depend on nothing else."""
+        ip = self.image_processor
+        if not ip.do_resize:
+            return image.height, image.width
+        height, width = _RESIZED[type(ip)](ip, image.height, image.width, self.budget(image))
+        return int(height), int(width)
+
+    def process_images(self, images: Sequence[Image.Image]) -> dict[str, torch.Tensor]:
+        ip = self.image_processor
         parts = []
         for image in images:
             self.check_image(image)
-            full = self.base.tokens_for_size(image.height, image.width)  # the count alone: no full-size pass
-            keep = keep_count(full, self.ratio, self.floor)
-            size = {"shortest_edge": ip.size["shortest_edge"], "longest_edge": keep * unit}
+            size = self.budget(image)
             out = self.patch_table([image], size) if self.patch_table is not None else None
             if out is None:
                 out = ip(images=[image], size=size, return_tensors="pt")
@@ -76,6 +101,17 @@ def downsampled_tile(base: TileProcessor, ratio: float, floor: int) -> TileProce
     ip = copy.deepcopy(base.image_processor)  # its normalisation and resampling kept
     ip.size, ip.image_grid_pinpoints = SizeDict(height=small, width=small), [[small, small]]
     return TileProcessor(base.tokenizer, ip, base.patch_size, base.max_input_pixels, base.span)
+
+
+def pixels_key(small: Backbone, records: Sequence[dict[str, Any]]) -> tuple:
+    """What the pixels that the downsampled ``small`` sees of ``records`` depend on besides the
+    images: each image's resized size (native resolution), the tile's side (LLaVA-OneVision).
+    Budgets with one key see the same pixels, hence give the same answers (0.2 and 0.15 keep 13
+    and 10 of the twins' 64 tokens, both resized to 3 x 3): one pass serves them all."""
+    proc: Any = small.processor
+    if isinstance(proc, TileProcessor):
+        return ("tile", proc.image_processor.size["height"])
+    return ("native", *(proc.resized(image) for record in records for image in record.get("images") or []))
 
 
 def downsampled(backbone: Backbone, ratio: float, floor: int) -> Backbone:

@@ -66,7 +66,7 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, seed
     from ltopd.bench.store import load_saved
     from ltopd.catalog import METHODS
     from ltopd.grid import eval_setting, reduction_defaults
-    from ltopd.models.downsample import downsampled
+    from ltopd.models.downsample import downsampled, pixels_key
     from ltopd.models.loading import load_backbone
 
     defaults = reduction_defaults(spec)  # the floor; a trained student's selector (in its spec only)
@@ -84,10 +84,15 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, seed
         passes: dict[tuple[str, float], list[int]] = {}
         for i in in_set:
             passes.setdefault(vision_pass(targets[i].method, setups[i][0]), []).append(i)
+        resized: dict[tuple, list] = {}  # downsampling passes by the pixels they see (pixels_key)
         for (kind, ratio), idx in passes.items():
             if kind == "resize":  # the downsampling control: the model sees every token of the smaller images
-                results = evaluate_settings(downsampled(backbone, ratio, floor), records, benchmark, [(1.0, None)],
-                                            floor, batch_size, seed=seed, progress=progress) * len(idx)
+                small = downsampled(backbone, ratio, floor)
+                key = pixels_key(small, records)
+                if key not in resized:
+                    resized[key] = evaluate_settings(small, records, benchmark, [(1.0, None)], floor, batch_size,
+                                                     seed=seed, progress=progress)
+                results = resized[key] * len(idx)
             else:  # the blind row: the same questions with their images removed
                 seen = [text_only(r) for r in records] if kind == "blind" else records
                 results = evaluate_settings(backbone, seen, benchmark, [setups[i] for i in idx], floor, batch_size,
