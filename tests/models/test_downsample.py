@@ -106,7 +106,7 @@ def test_predictions_run_on_the_small_image_with_no_selector(bb, monkeypatch):
     assert metrics["n"] == 1 and len(rows) == 1
 
 
-RATIOS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
+RATIOS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0)
 
 
 @pytest.mark.parametrize("size", [(256, 256), (96, 128), (300, 180), (17, 640), (512, 512)])
@@ -128,4 +128,4 @@ def test_budgets_with_one_pixels_key_give_the_same_pixels(bb, size):
             assert all(torch.equal(out[k], seen[key][k]) for k in out), (ratio, key)
         seen[key] = out
     if size == (256, 256):  # the twins' 64 tokens: 0.2 and 0.15 both come out 3 x 3, 0.1 and 0.05 2 x 2
-        assert len(seen) == 4
+        assert len(seen) == 5

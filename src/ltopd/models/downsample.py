@@ -111,6 +111,8 @@ def pixels_key(small: Backbone, records: Sequence[dict[str, Any]]) -> tuple:
     proc: Any = small.processor
     if isinstance(proc, TileProcessor):
         return ("tile", proc.image_processor.size["height"])
+    if not isinstance(proc, DownsampledProcessor):  # ratio 1: the backbone's own processor
+        return ("full",)
     return ("native", *(proc.resized(image) for record in records for image in record.get("images") or []))
 
 
