@@ -196,3 +196,20 @@ def test_relocate_mends_an_mlmodel_file_left_behind(tmp_path, monkeypatch):
     assert tracking.relocate(s) == {"runs": 0, "models": 0, "mlmodel_files": 1}
     assert mlmodel.read_text() == good
     assert tracking.relocate(s)["mlmodel_files"] == 0
+
+
+def test_store_key_names_the_file_a_sqlite_uri_opens(tmp_path, monkeypatch):
+    """A relative SQLite path is the working directory's file (two projects, two keys); a URI of
+    another kind, or an in-memory SQLite store, is its own key."""
+    keys = []
+    for project in ("a", "b"):
+        (tmp_path / project).mkdir()
+        monkeypatch.chdir(tmp_path / project)
+        (tmp_path / project / "m.db").touch()
+        keys.append(lineage.store_key("sqlite:///m.db"))
+        assert keys[-1].startswith(f"{(tmp_path / project / 'm.db').resolve()}@")
+        assert lineage.store_key(f"sqlite:///{tmp_path / project / 'm.db'}") == keys[-1]
+    assert keys[0] != keys[1]
+    assert lineage.store_key("sqlite:///missing.db") == str((tmp_path / "b" / "missing.db").resolve())
+    for uri in ("sqlite://", "http://tracking:5000", "file:./mlruns"):
+        assert lineage.store_key(uri) == uri

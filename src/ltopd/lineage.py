@@ -132,7 +132,8 @@ def store_key(uri: str) -> str:
 # A job reads one model for all its settings' runs. Its logged model is looked up once per process
 # and store: the search loads every metric logged on the model, thousands for a release that every
 # training-free setting measures, so a search per setting grew with the run (on the default run's
-# final store a setting's run took 0.35 CPU-s with it, 0.08 without).
+# final store a setting's run took 0.35 CPU-s with it, 0.08 without). A model registered by another
+# job meanwhile, for the same folder and weights, is not looked for again: either names them.
 _FOUND: dict[tuple[str, str, str, str], str] = {}
 
 
