@@ -29,7 +29,8 @@ from pathlib import Path
 
 STAGES = {  # rule (first folder under logs/, or the file's stem) -> stage
     "lt14k": "LT-14K", "tokenizer": "twins", "pretrain_twin": "twins", "release_twin": "twins",
-    "train": "trainings", "bench_records": "evaluations", "evaluate": "evaluations",
+    "train": "trainings", "bench_records": "evaluations", "fit_records": "evaluations",
+    "evaluate": "evaluations",
 }
 
 

@@ -132,6 +132,8 @@ def paths(cfg: dict[str, Any]) -> dict[str, str]:
         "release": str(Path(cfg.get("release_dir", "releases")) / "{backbone}"),
         "twin_metrics": str(root / "metrics" / "pretrain" / "{backbone}.json"),
         "bench": str(root / "data" / "bench" / "{benchmark}" / "seed{seed}"),
+        # the question-only baseline's fit records: the same records, without their images
+        "bench_fit": str(root / "data" / "bench" / "{benchmark}" / "fit{seed}"),
         "eval_dir": str(root / "results" / "eval" / "{backbone}" / "{method}" / "{budget}" / "{benchmark}"
                         / "seed{seed}"),
         "eval_metrics": str(root / "results" / "eval" / "{backbone}" / "{method}" / "{budget}" / "{benchmark}"
@@ -187,9 +189,10 @@ def baseline_seed(cfg: dict[str, Any], seed: int) -> int:
 
 def table2_fit_records(cfg: dict[str, Any]) -> dict[str, str]:
     """"benchmark:seed" -> the records the question-only baseline of that evaluation is fitted
-    on (rule bench_records at the fit seed), for the grid's synthetic benchmarks. A real
-    benchmark (``path:``) has one record set; Table 2 cross-fits its baseline instead."""
-    p = paths(cfg)["bench"]
+    on (rule fit_records at the fit seed: the twin's records there, without images, which the
+    baseline never reads), for the grid's synthetic benchmarks. A real benchmark (``path:``) has
+    one record set; Table 2 cross-fits its baseline instead."""
+    p = paths(cfg)["bench_fit"]
     entries = cfg["evaluation"]["benchmarks"]
     return {f"{b}:{s}": p.format(benchmark=b, seed=baseline_seed(cfg, s))
             for b in cfg["grid"]["benchmarks"] if not entries.get(b, {}).get("path") for s in cfg["seeds"]}

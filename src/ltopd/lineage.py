@@ -163,8 +163,9 @@ def found_model(path: str | Path) -> tuple[str, str, dict[str, str]]:
 
 
 def records_name(path: str | Path) -> str:
-    """A benchmark's records as a dataset name, from their folder `<benchmark>/seed<seed>`:
-    "pope seed0" (evaluation), "pope seed1000" (the question-only baseline's fit)."""
+    """A benchmark's records as a dataset name, from their folder `<benchmark>/seed<seed>` or
+    `<benchmark>/fit<seed>`: "pope seed0" (evaluation), "pope fit1000" (the question-only
+    baseline's fit)."""
     p = Path(path)
     return f"{p.parent.name} {p.name}"
 

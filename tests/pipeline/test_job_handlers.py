@@ -73,6 +73,21 @@ def test_the_data_twin_and_training_jobs_chain(run) -> None:
         assert len(_runs(cfg, rule)) == 1, rule
 
 
+def test_fit_records_are_the_records_without_their_images(run) -> None:
+    """`build-bench --text-only` (rule fit_records: the question-only baseline's fit records) saves
+    the records build-bench draws at that seed, every field but the images equal, and no image."""
+    import datasets
+
+    tmp, profile, _ = run
+    for flag, out in (([], "with"), (["--text-only"], "without")):
+        assert main(["build-bench", "--config", profile, "--benchmark", "vstar", "--seed", "1000",
+                     "--out", str(tmp / "fit" / out), *flag, "--rule", "fit_records"]) == 0
+    full, text = (datasets.load_from_disk(str(tmp / "fit" / d)) for d in ("with", "without"))
+    assert text.column_names == full.column_names and len(text) == len(full) == 4
+    fields = [c for c in full.column_names if c != "images"]
+    assert text.select_columns(fields).to_list() == full.select_columns(fields).to_list()
+    assert all(row == [] for row in text["images"]) and all(full["images"])
+
 def test_the_chain_s_datasets_and_models_link_its_runs(run) -> None:
     """LT-14K and the records are dataset inputs (digest: the content hash), the twin and the
     student logged models of the runs that made them, and the evaluation's score a metric of the

@@ -164,7 +164,7 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
     (table2,) = client.search_runs([exp.experiment_id], "tags.rule = 'table2'")
     assert {"table2.csv", "table2.md", "table2.json"} <= {a.path for a in client.list_artifacts(table2.info.run_id)}
     fitted = client.get_run(table2.info.run_id).inputs.dataset_inputs  # the question-only baseline's records
-    assert {d.dataset.name for d in fitted} == {f"{b} seed1000" for b in cfg["grid"]["benchmarks"]}
+    assert {d.dataset.name for d in fitted} == {f"{b} fit1000" for b in cfg["grid"]["benchmarks"]}
 
 
 def test_dvc_reads_every_metric_and_its_plots_need_no_network(snake_run):

@@ -457,7 +457,7 @@ def test_fit_seeds_of_the_question_only_baseline() -> None:
     from ltopd import config, grid
 
     cfg = config.load(ROOT / "config" / "smoke.yaml")
-    assert grid.table2_fit_records(cfg) == {f"{b}:0": f"runs/smoke/data/bench/{b}/seed1000" for b in ("vstar", "pope")}
+    assert grid.table2_fit_records(cfg) == {f"{b}:0": f"runs/smoke/data/bench/{b}/fit1000" for b in ("vstar", "pope")}
     preds = grid.table2_inputs(cfg, key="eval_predictions")
     assert preds == [p.replace("metrics.json", "predictions.jsonl") for p in grid.table2_inputs(cfg)]
     real = dict(cfg, evaluation={**cfg["evaluation"], "benchmarks": {**cfg["evaluation"]["benchmarks"],

@@ -25,6 +25,30 @@ rule bench_records:
         "--out {output} --rule bench_records > {log} 2>&1"
 
 
+# The question-only baseline's fit records (Table 2, the ablation tables): a synthetic twin's
+# records at the fit seed, drawn as bench_records draws them, saved without their images (the
+# baseline reads questions, options and answers only; encoding the images was half of a job).
+rule fit_records:
+    input:
+        code=job_code("data_jobs"),
+    output:
+        directory(PATHS["bench_fit"]),
+    params:
+        spec=bench_spec,
+    wildcard_constraints:
+        seed=r"\d+",
+    priority: 1000
+    log:
+        f"{PATHS['logs']}/fit_records/{{benchmark}}-fit{{seed}}.log",
+    benchmark:
+        f"{PATHS['logs']}/fit_records/{{benchmark}}-fit{{seed}}.benchmark.tsv",
+    conda:
+        "../../envs/ltopd.yaml"
+    shell:
+        "ltopd build-bench --spec {params.spec:q} --benchmark {wildcards.benchmark} --seed {wildcards.seed} "
+        "--out {output} --text-only --rule fit_records > {log} 2>&1"
+
+
 # One evaluation job per model and seed: a trained student, or a backbone for all of its
 # training-free rows (full, blind, the selectors at every budget, the downsampling control). It
 # loads the model and the records once and runs each image through the vision tower once for all

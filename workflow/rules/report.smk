@@ -7,7 +7,7 @@ TRAINING_SELECTOR = {"selector": grid.reduction_defaults(config).selector}
 
 # Table 2 also reads each evaluation's per-item predictions (the paired bootstrap behind its gates
 # and intervals) and, per synthetic benchmark and seed, the records of the fit seed its
-# out-of-sample question-only baseline is fitted on (rule bench_records builds them; real
+# out-of-sample question-only baseline is fitted on (rule fit_records builds them; real
 # benchmarks are cross-fitted instead).
 rule table2:
     input:

@@ -27,6 +27,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--benchmark", required=True)
     s.add_argument("--seed", type=int, required=True, help="evaluation seed")
     s.add_argument("--out", required=True, help="folder for the records (a `datasets` dataset)")
+    s.add_argument("--text-only", action="store_true",
+                   help="save the records without their images (the question-only baseline's fit records)")
     s.set_defaults(func=build_bench)
 
 
@@ -87,8 +89,11 @@ def build_bench(args: argparse.Namespace) -> int:
         raise SystemExit(f"evaluation.benchmarks has no entry for {args.benchmark!r}; it has {sorted(entries)}")
     with job_run(settings, args.rule, {"benchmark": args.benchmark, "seed": str(args.seed)}, spec) as run:
         records = build_records(args.benchmark, entries[args.benchmark], args.seed, spec["world"])
+        if args.text_only:  # drawn as the evaluation's records are (the same questions), never encoded
+            records = [{**r, "images": []} for r in records]
         save_records(records, args.out)
         run.log_metrics({"records": len(records), "images": sum(len(r["images"]) for r in records)})
     kind = "real data" if entries[args.benchmark].get("path") else f"synthetic twin, seed {args.seed}"
-    print(f"{args.benchmark}: {len(records)} records ({kind}) -> {args.out}")
+    text = ", without images" if args.text_only else ""
+    print(f"{args.benchmark}: {len(records)} records ({kind}{text}) -> {args.out}")
     return 0
