@@ -242,6 +242,23 @@ def test_retain_difference_is_paired() -> None:
     assert bootstrap.retain_diff_ci(a, a, full, n_boot=200) == (0.0, 0.0, 0.0, 0.0)
 
 
+def test_a_shared_unit_cache_scores_each_prediction_set_once(monkeypatch) -> None:
+    """The table's comparisons share one UnitCache: a prediction set's unit values are computed
+    once however many comparisons read it, and the replicates are those computed without it."""
+    a, full = _two_benchmarks(0.8, 0.6, 3)
+    b, _ = _two_benchmarks(0.8, 0.5, 3)
+    plain = bootstrap.retain_replicates({"a": a, "b": b}, full, n_boot=200)
+    calls = []
+    real = bootstrap.unit_values
+    monkeypatch.setattr(bootstrap, "unit_values", lambda d, rows: calls.append(id(rows)) or real(d, rows))
+    cache = bootstrap.UnitCache()
+    first = bootstrap.retain_replicates({"a": a, "b": b}, full, n_boot=200, cache=cache)
+    pair = bootstrap.retain_replicates({"x": a, "y": b}, full, n_boot=200, cache=cache)
+    assert len(calls) == len(set(calls)) == 3 * len(full)  # full, a and b per benchmark, once each
+    for k in plain:
+        assert first[k][0] == plain[k][0] and np.array_equal(first[k][1], plain[k][1])
+    assert np.array_equal(pair["x"][1], plain["a"][1]) and np.array_equal(pair["y"][1], plain["b"][1])
+
 def test_retain_over_seeds_averages_each_seeds_own_draws() -> None:
     (m0, f0), (m1, f1) = _two_benchmarks(0.8, 0.5, 0), _two_benchmarks(0.7, 0.6, 1)
     both = bootstrap.retain_ratio_ci({0: m0, 1: m1}, {0: f0, 1: f1}, n_boot=300)

@@ -241,17 +241,18 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
         runs = {k: {s: v for s, v in _runs(preds, backbone, k[0], k[1], gated).items() if s in full_gated}
                 for k in rows}
         runs = {k: v for k, v in runs.items() if v}
-        reps = bootstrap.retain_replicates(runs, full_gated, gated, n_boot, boot_seed)
+        cache = bootstrap.UnitCache()  # every comparison below reads these rows' unit values
+        reps = bootstrap.retain_replicates(runs, full_gated, gated, n_boot, boot_seed, cache)
         intervals = {k: bootstrap.interval(p, rep, level) for k, (p, rep) in reps.items()}
         lowest = min((k[1] for k in rows), default=None)
         a, c = ("ltopd", lowest), (pruned, lowest)
         if pruned is not None and a in runs and c in runs:
-            d, common = _retain_difference(runs, a, c, full_gated, gated, n_boot, boot_seed, level)
+            d, common = _retain_difference(runs, a, c, full_gated, gated, n_boot, boot_seed, level, cache)
             if d is not None:
                 notes.append(f"LT-OPD - {display_name(pruned)} at {100 * lowest:g}%: {d.estimate:+.1f} retain points, "
                              f"{level_pct} CI {bootstrap.format_ci(d)} (SE {d.se:.2f}; same items and draws, "
                              f"seeds {common}, over {gated}).")
-        order = order_note(runs, intervals, lowest, full_gated, gated, n_boot, boot_seed, level)
+        order = order_note(runs, intervals, lowest, full_gated, gated, n_boot, boot_seed, level, cache)
         if order:
             notes.append(order)
         notes.append(f"[lo, hi] after an average retain ratio: {level_pct} percentile bootstrap interval over items "
@@ -273,22 +274,22 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
 
 def _retain_difference(runs: Mapping[tuple[str, float], Mapping[int, Mapping[str, list[dict]]]],
                        a: tuple[str, float], c: tuple[str, float], full: Mapping[int, Mapping[str, list[dict]]],
-                       gated: Sequence[str], n_boot: int, boot_seed: int,
-                       level: float) -> tuple[bootstrap.Interval | None, list[int]]:
+                       gated: Sequence[str], n_boot: int, boot_seed: int, level: float,
+                       cache: bootstrap.UnitCache | None = None) -> tuple[bootstrap.Interval | None, list[int]]:
     """Average retain of row ``a`` minus row ``c`` over the seeds both have, on the same items and
     bootstrap draws, with its interval (None when they share no seed), and those seeds."""
     common = sorted(set(runs[a]) & set(runs[c]))
     if not common:
         return None, common
     pair = bootstrap.retain_replicates({"a": {s: runs[a][s] for s in common}, "c": {s: runs[c][s] for s in common}},
-                                       full, gated, n_boot, boot_seed)
+                                       full, gated, n_boot, boot_seed, cache)
     return bootstrap.interval(pair["a"][0] - pair["c"][0], pair["a"][1] - pair["c"][1], level), common
 
 
 def order_note(runs: Mapping[tuple[str, float], Mapping[int, Mapping[str, list[dict]]]],
                intervals: Mapping[tuple[str, float], bootstrap.Interval], budget: float | None,
                full: Mapping[int, Mapping[str, list[dict]]], gated: Sequence[str], n_boot: int, boot_seed: int,
-               level: float = 0.95) -> str | None:
+               level: float = 0.95, cache: bootstrap.UnitCache | None = None) -> str | None:
     """The rows at ``budget`` ordered by average retain, and whether each neighbouring pair is
     resolved: the pair's difference on the same items and draws (the seeds both have) with its
     interval; resolved when the interval excludes zero. None with fewer than two rows."""
@@ -299,7 +300,7 @@ def order_note(runs: Mapping[tuple[str, float], Mapping[int, Mapping[str, list[d
                        for m, b in at)
     pairs = []
     for hi, lo in zip(at, at[1:]):
-        d, common = _retain_difference(runs, hi, lo, full, gated, n_boot, boot_seed, level)
+        d, common = _retain_difference(runs, hi, lo, full, gated, n_boot, boot_seed, level, cache)
         if d is not None:
             verdict = "resolved" if d.lo > 0 or d.hi < 0 else "not resolved"
             pairs.append(f"{display_name(hi[0])} - {display_name(lo[0])} {d.estimate:+.1f} "

@@ -182,6 +182,29 @@ def unit_values(d: Design, rows: Rows) -> np.ndarray:
     return values
 
 
+class UnitCache:
+    """Designs and unit values computed once per record set and prediction set, for the many
+    comparisons of one table (every row against full tokens, then neighbouring pairs on the same
+    rows): scoring each unit was most of the table job. Keyed by the rows' identity, which the
+    cache holds on to (an id is not reused while its object is alive)."""
+
+    def __init__(self) -> None:
+        self._designs: dict[tuple[str, int], tuple[Rows, Design]] = {}
+        self._values: dict[tuple[int, int], tuple[Design, Rows, np.ndarray]] = {}
+
+    def design(self, benchmark: str, rows: Rows) -> Design:
+        key = (benchmark, id(rows))
+        if key not in self._designs:
+            self._designs[key] = (rows, design(benchmark, rows))
+        return self._designs[key][1]
+
+    def values(self, d: Design, rows: Rows) -> np.ndarray:
+        key = (id(d), id(rows))
+        if key not in self._values:
+            self._values[key] = (d, rows, unit_values(d, rows))
+        return self._values[key][2]
+
+
 def pool_rng(seed: int, benchmark: str, pool: int = 0) -> np.random.Generator:
     """The generator of one record set's draws (see the module docstring)."""
     return np.random.default_rng([int(seed), zlib.crc32(benchmark.encode()), int(pool)])
@@ -240,12 +263,15 @@ def _as_runs(x: Mapping[str, Rows] | Runs) -> dict[int, Mapping[str, Rows]]:
 
 
 def retain_replicates(methods: Mapping[Hashable, Runs], full: Runs, benchmarks: Sequence[str] | None = None,
-                      n_boot: int = 2000, seed: int = 0) -> dict[Hashable, tuple[float, np.ndarray]]:
+                      n_boot: int = 2000, seed: int = 0,
+                      cache: UnitCache | None = None) -> dict[Hashable, tuple[float, np.ndarray]]:
     """For each method, (average retain ratio, its bootstrap replicates): per evaluation seed
     the mean over ``benchmarks`` (default: every benchmark of full's record sets) of
     100 * score / full-token score, then the mean over the seeds the method has. Every method
     and the full-token run are resampled on the same draws per (benchmark, seed) record set;
-    record sets of different benchmarks and seeds are drawn independently."""
+    record sets of different benchmarks and seeds are drawn independently. ``cache``: unit values
+    already computed by another comparison on the same rows (the numbers are the same)."""
+    cache = cache or UnitCache()
     methods = {name: _as_runs(r) for name, r in methods.items()}
     full = _as_runs(full)
     seeds = sorted({s for runs in methods.values() for s in runs})
@@ -263,8 +289,8 @@ def retain_replicates(methods: Mapping[Hashable, Runs], full: Runs, benchmarks: 
             for m in names:
                 if b not in methods[m][s]:
                     raise ValueError(f"method {m!r} has no predictions for {b!r} (seed {s})")
-            d = design(b, full[s][b])
-            values = np.stack([unit_values(d, full[s][b])] + [unit_values(d, methods[m][s][b]) for m in names])
+            d = cache.design(b, full[s][b])
+            values = np.stack([cache.values(d, full[s][b])] + [cache.values(d, methods[m][s][b]) for m in names])
             points = aggregate(d, values)
             if points[0] <= 0:
                 raise ValueError(f"full-token score of {b!r} (seed {s}) is {points[0]}: no retain ratio")
