@@ -138,7 +138,7 @@ def test_snakemake_passes_training_selector_to_student_evaluations_only():
     planned = {name: ps for name, ps in priority.items() if name.startswith("evaluate_")}
     groups = {grid.group_name(*key): (key, jobs) for key, jobs in grid.eval_groups(cfg).items()
               if grid.group_name(*key) in planned}
-    assert priority["bench_records"] == {1000} and priority.get("train", {0}) == {0}
+    assert priority["bench_records"] == priority["fit_records"] == {1000} and priority.get("train", {0}) == {0}
     assert set(groups) == set(planned) and all(planned[n] == {len(jobs)} for n, (_, jobs) in groups.items())
     longest = max(groups.values(), key=lambda g: len(g[1]))
     assert longest[0][1] is None  # a backbone's training-free group

@@ -88,6 +88,7 @@ def test_fit_records_are_the_records_without_their_images(run) -> None:
     assert text.select_columns(fields).to_list() == full.select_columns(fields).to_list()
     assert all(row == [] for row in text["images"]) and all(full["images"])
 
+
 def test_the_chain_s_datasets_and_models_link_its_runs(run) -> None:
     """LT-14K and the records are dataset inputs (digest: the content hash), the twin and the
     student logged models of the runs that made them, and the evaluation's score a metric of the

@@ -259,6 +259,7 @@ def test_a_shared_unit_cache_scores_each_prediction_set_once(monkeypatch) -> Non
         assert first[k][0] == plain[k][0] and np.array_equal(first[k][1], plain[k][1])
     assert np.array_equal(pair["x"][1], plain["a"][1]) and np.array_equal(pair["y"][1], plain["b"][1])
 
+
 def test_retain_over_seeds_averages_each_seeds_own_draws() -> None:
     (m0, f0), (m1, f1) = _two_benchmarks(0.8, 0.5, 0), _two_benchmarks(0.7, 0.6, 1)
     both = bootstrap.retain_ratio_ci({0: m0, 1: m1}, {0: f0, 1: f1}, n_boot=300)

@@ -37,6 +37,7 @@ rule fit_records:
         spec=bench_spec,
     wildcard_constraints:
         seed=r"\d+",
+        benchmark=SYNTHETIC_BENCHMARKS,  # a real benchmark (path:) has one record set: its baseline is cross-fitted
     priority: 1000
     log:
         f"{PATHS['logs']}/fit_records/{{benchmark}}-fit{{seed}}.log",

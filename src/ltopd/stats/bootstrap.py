@@ -186,7 +186,8 @@ class UnitCache:
     """Designs and unit values computed once per record set and prediction set, for the many
     comparisons of one table (every row against full tokens, then neighbouring pairs on the same
     rows): scoring each unit was most of the table job. Keyed by the rows' identity, which the
-    cache holds on to (an id is not reused while its object is alive)."""
+    cache holds on to (an id is not reused while its object is alive); the rows must not change
+    while the cache is in use."""
 
     def __init__(self) -> None:
         self._designs: dict[tuple[str, int], tuple[Rows, Design]] = {}
