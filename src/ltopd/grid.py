@@ -187,15 +187,19 @@ def baseline_seed(cfg: dict[str, Any], seed: int) -> int:
     return int(seed) + int(cfg["evaluation"].get("baseline_seed_offset", BASELINE_SEED_OFFSET))
 
 
+def synthetic_benchmarks(cfg: dict[str, Any]) -> list[str]:
+    """The profile's benchmarks given as synthetic twins (no ``path:``, so records at any seed)."""
+    return sorted(b for b, entry in cfg["evaluation"]["benchmarks"].items() if not entry.get("path"))
+
+
 def table2_fit_records(cfg: dict[str, Any]) -> dict[str, str]:
     """"benchmark:seed" -> the records the question-only baseline of that evaluation is fitted
     on (rule fit_records at the fit seed: the twin's records there, without images, which the
     baseline never reads), for the grid's synthetic benchmarks. A real benchmark (``path:``) has
     one record set; Table 2 cross-fits its baseline instead."""
-    p = paths(cfg)["bench_fit"]
-    entries = cfg["evaluation"]["benchmarks"]
+    p, synthetic = paths(cfg)["bench_fit"], synthetic_benchmarks(cfg)
     return {f"{b}:{s}": p.format(benchmark=b, seed=baseline_seed(cfg, s))
-            for b in cfg["grid"]["benchmarks"] if not entries.get(b, {}).get("path") for s in cfg["seeds"]}
+            for b in cfg["grid"]["benchmarks"] if b in synthetic for s in cfg["seeds"]}
 
 
 # Whether a profile builds a catalog table, by the table's kind.

@@ -191,11 +191,9 @@ def base_release_weights(wildcards):
 # The question-only baseline's fit records (Table 2 and the ablation tables): the files, and the
 # `--fit-records` argument naming each one's benchmark and seed.
 FIT_RECORDS = grid.table2_fit_records(config)
-# The benchmarks given as synthetic twins (no path), as a wildcard pattern (one that matches nothing
-# when there are none).
-SYNTHETIC_BENCHMARKS = "|".join(re.escape(b) for b, entry in sorted(config["evaluation"]["benchmarks"].items())
-                                if not entry.get("path")) or r"(?!)"
 FIT_RECORDS_ARG = " ".join(shlex.quote(f"{k}={v}") for k, v in FIT_RECORDS.items())
+# The benchmarks given as synthetic twins, as a wildcard pattern (matching nothing when there are none).
+SYNTHETIC_BENCHMARKS = "|".join(re.escape(b) for b in grid.synthetic_benchmarks(config)) or r"(?!)"
 
 
 def ablation_inputs(wildcards):

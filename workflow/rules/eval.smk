@@ -55,8 +55,8 @@ rule fit_records:
 # loads the model and the records once and runs each image through the vision tower once for all
 # of its settings that see the same pixels (the downsampling control's resized images get their
 # own pass, one per size: budgets resized alike share it). Each setting still gets its own
-# predictions.jsonl + metrics.json (and MLflow run), so the tables read them as before. A profile's `evaluate` threads and resources (set-threads,
-# set-resources) apply to every evaluate_* rule.
+# predictions.jsonl + metrics.json (and MLflow run), so the tables read them as before. A profile's
+# `evaluate` threads and resources (set-threads, set-resources) apply to every evaluate_* rule.
 for (_bb, _student, _seed), _jobs in grid.eval_groups(config).items():
 
     rule:
