@@ -34,3 +34,24 @@ def test_datasets_decodes_the_same_pixels_and_mode(mode):
 def test_rgb_is_stored_as_webp_and_other_modes_as_png():
     assert encode_image(_image("RGB", 0))["bytes"][8:12] == b"WEBP"
     assert encode_image(_image("L", 0))["bytes"][:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_record_set_encodes_an_image_object_its_records_share_once(tmp_path, monkeypatch):
+    """POPE's twin asks ~18 questions about each scene (one image object): save_records encodes each
+    object once, and the saved bytes equal encoding every record's image on its own."""
+    import ltopd.data.records as records_module
+    from ltopd.bench.store import save_records
+    from ltopd.bench.suites import synthetic_records
+
+    recs = synthetic_records("pope", 40, 0, {"image_size": 64})
+    objects = {id(im) for r in recs for im in r["images"]}
+    assert len(objects) < len(recs)  # the twin shares its pictures
+    calls = []
+    real = records_module.encode_image
+    monkeypatch.setattr(records_module, "encode_image", lambda img: calls.append(1) or real(img))
+    save_records(recs, tmp_path / "pope")
+    assert len(calls) == len(objects)
+    saved = datasets.load_from_disk(str(tmp_path / "pope")).cast_column(
+        "images", datasets.List(datasets.Image(decode=False)))
+    assert [[im["bytes"] for im in row["images"]] for row in saved] == [
+        [real(im)["bytes"] for im in r["images"]] for r in recs]

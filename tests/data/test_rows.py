@@ -117,3 +117,27 @@ def test_a_dataset_with_an_output_format_is_read_as_the_library_formats_it(tmp_p
     ds.with_format("numpy").save_to_disk(str(tmp_path / "numpy"))
     saved = datasets.load_from_disk(str(tmp_path / "numpy"))
     assert isinstance(rows(saved)[0]["img"], np.ndarray)  # the saved format, as list() reads it
+
+
+def test_rows_with_equal_image_bytes_share_one_decoded_image(tmp_path, monkeypatch) -> None:
+    """A benchmark's questions about one picture (equal bytes) get one image object, decoded once;
+    equal bytes under another mode are decoded on their own; every row still equals list(ds)."""
+    import ltopd.data.rows as rows_module
+
+    rng = np.random.default_rng(2)
+    pictures = [encode_image(_image(rng, "RGB")) for _ in range(3)]
+    order = [0, 0, 0, 1, 2, 2, 0]
+    features = datasets.Features({"images": datasets.List(datasets.Image()), "grey": datasets.Image(mode="L"),
+                                  "n": datasets.Value("int32")})
+    data = [{"images": [pictures[p], pictures[(p + 1) % 3]], "grey": pictures[p], "n": i} for i, p in enumerate(order)]
+    datasets.Dataset.from_list(data, features=features).save_to_disk(str(tmp_path / "ds"))
+    ds = datasets.load_from_disk(str(tmp_path / "ds"))
+    decodes = []
+    real = rows_module._decode_bytes
+    monkeypatch.setattr(rows_module, "_decode_bytes", lambda data, feature: decodes.append(1) or real(data, feature))
+    ours = rows(ds)
+    _assert_same(ours, list(ds))
+    assert len(decodes) == 3 + 3  # each picture once as stored (RGB) and once as "grey" asks (L), not 14 + 7
+    assert ours[0]["images"][0] is ours[1]["images"][0] is ours[6]["images"][0] is ours[4]["images"][1]
+    assert ours[0]["images"][0] is not ours[0]["grey"] and ours[0]["grey"] is ours[1]["grey"]
+    assert ours[3]["images"][0] is not ours[4]["images"][0]

@@ -155,6 +155,32 @@ def test_twin_processor_spans(bb, tok):
     assert 5e5 < n_params < 5e6
 
 
+def test_questions_about_one_image_object_share_its_tower_pass(bb, monkeypatch):
+    """Questions about one picture (one image object, as ltopd.data.rows reads equal bytes): without
+    gradient the tower runs once per distinct object, and every copy's features equal, bit for bit,
+    those of a batch in which each copy is an object of its own; with gradient every copy is passed."""
+    passes: list[int] = []
+    tower = bb.ops.image_features
+    monkeypatch.setattr(bb.ops, "image_features", lambda model, inputs: passes.append(
+        len(out := tower(model, inputs))) or out)
+    picture, other = _image(128, 128, 5), _image(96, 128, 6)
+    shared = [{"question": q, "options": [], "images": [im]} for q, im in (
+        ("Is it red?", picture), ("How many?", other), ("Is there a circle?", picture), ("What colour?", picture))]
+    separate = [{**r, "images": [r["images"][0].copy()]} for r in shared]
+    encoder = frozenset({"encoder_attention_object", "encoder_attention_output"})  # HiPrune's: the tower again
+    with torch.no_grad():
+        batch, alone = bb.encode(shared), bb.encode(separate)
+        got, want = bb.image_features(batch), bb.image_features(alone)
+        assert passes == [2, 4]
+        signals, wanted = bb.selection_inputs(batch, got, encoder), bb.selection_inputs(alone, want, encoder)
+    assert passes == [2, 4, 2, 4]
+    assert len(got) == len(want) == 4 and all(torch.equal(a, b) for a, b in zip(got, want))
+    assert got[0] is got[2] is got[3]
+    assert all(torch.equal(getattr(a, name), getattr(b, name)) for a, b in zip(signals, wanted) for name in encoder)
+    bb.image_features(bb.encode(shared))
+    assert passes[-1] == 4
+
+
 def test_keep_all_equals_unhooked_model_batched(bb):
     batch = bb.encode(RECORDS, ["red</answer>", "3</answer>"])
     with torch.no_grad():

@@ -8,7 +8,13 @@ from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLIm
 
 from ltopd.models.downsample import DownsampledProcessor
 from ltopd.models.pixels import PatchTable
-from ltopd.models.processor import ImageTextProcessor, build_glm_image_processor, build_image_processor
+from ltopd.models.processor import (
+    ImageTextProcessor,
+    TileProcessor,
+    build_glm_image_processor,
+    build_image_processor,
+    build_llava_image_processor,
+)
 
 
 def images(sizes, seed=0, mode="RGB"):
@@ -125,6 +131,26 @@ def test_process_images_repeats_an_image_object_given_twice(order):
     distinct = images([(64, 64), (32, 96), (256, 256)])
     given = [distinct[i] for i in order]
     assert_same(processor.process_images(given), reference(processor.image_processor, given))
+
+
+@pytest.mark.parametrize("kind", ["qwen", "downsampled", "tile"])
+def test_take_images_picks_images_out_of_process_images(kind):
+    """take_images(process_images(all), index) is process_images of those images, for each
+    layout (native patches, a downsampling budget's, LLaVA's tiles), repeats and order included;
+    so is process_images of a list naming an object twice (processed once)."""
+    base = ImageTextProcessor(_Tokenizer(), build_image_processor(256))
+    processor = {"qwen": base, "downsampled": DownsampledProcessor(base, 0.25, 1),
+                 "tile": TileProcessor(_Tokenizer(), build_llava_image_processor(64), patch_size=8)}[kind]
+    given = images([(64, 64), (100, 70), (256, 256), (32, 96)], seed=4)
+    every = processor.process_images(given)
+    for index in ([2, 0], [1, 1, 3, 1], [3]):
+        want = processor.process_images([given[i] for i in index])
+        got = processor.take_images(every, index)
+        assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
+    repeated = [given[2], given[0], given[2], given[2]]
+    separate = [given[2], given[0], given[2].copy(), given[2].copy()]  # equal pixels, other objects
+    got, want = processor.process_images(repeated), processor.process_images(separate)
+    assert all(torch.equal(got[k], want[k]) for k in want)
 
 
 def test_process_images_mixed_batch_equals_the_processor():

@@ -29,7 +29,8 @@ def build_records(name: str, entry: dict[str, Any], seed: int, world: dict[str, 
 
 def save_records(records: list[dict], out: str | Path) -> Path:
     """Write ``records`` to ``out`` (temp folder, then rename: nothing half-written on failure)."""
-    rows = [encode_images({k: r[k] for k in BENCH_FEATURES}) for r in records]
+    encoded: dict = {}  # an image object several records show is encoded once
+    rows = [encode_images({k: r[k] for k in BENCH_FEATURES}, encoded) for r in records]
     with atomic_dir(out) as tmp:
         datasets.Dataset.from_list(rows, features=BENCH_FEATURES).save_to_disk(str(tmp))
     return Path(out)

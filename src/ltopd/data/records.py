@@ -57,7 +57,14 @@ def encode_image(img: Image.Image) -> dict[str, Any]:
     return {"bytes": buf.getvalue(), "path": None}
 
 
-def encode_images(rec: dict[str, Any]) -> dict[str, Any]:
+def encode_images(rec: dict[str, Any], encoded: dict[int, tuple[Image.Image, dict]] | None = None) -> dict[str, Any]:
     """The record with its images encoded once, losslessly and fast (`encode_image`); `datasets`
-    would otherwise re-encode each PIL image as PNG at the slow default level."""
-    return {**rec, "images": [encode_image(i) for i in rec["images"]]}
+    would otherwise re-encode each PIL image as PNG at the slow default level. Records sharing
+    ``encoded`` (id -> (image, its encoding)) encode an image object they share once (a
+    benchmark's questions about one picture)."""
+    if encoded is None:
+        return {**rec, "images": [encode_image(i) for i in rec["images"]]}
+    for image in rec["images"]:
+        if id(image) not in encoded:
+            encoded[id(image)] = (image, encode_image(image))  # the image kept: its id stays its own
+    return {**rec, "images": [encoded[id(i)][1] for i in rec["images"]]}

@@ -8,6 +8,10 @@ it: opened from its bytes, loaded, turned upright by its EXIF orientation, conve
 feature's mode. Columns of any other decoded type, and images stored by path, go through the
 library's own decoder; a dataset with an output format (a type, a column subset, a transform) is
 read by ``list`` itself. The whole table is converted in memory (a record set: tens of MB).
+
+Rows whose images have equal bytes (a benchmark's questions about one picture: POPE asks ~18 about
+each of its scenes) share one image object, decoded once; images are read, never modified,
+downstream, and the processor and the vision tower then work once per object too.
 """
 
 from __future__ import annotations
@@ -19,13 +23,21 @@ import datasets
 from PIL import Image, ImageOps
 
 
-def _decode_image(value: dict[str, Any] | None, feature: datasets.Image) -> Any:
-    """``feature.decode_example(value)`` for an image stored as bytes (the library's for a path)."""
+def _decode_image(value: dict[str, Any] | None, feature: datasets.Image, decoded: dict[tuple, Any]) -> Any:
+    """``feature.decode_example(value)`` for an image stored as bytes (the library's for a path);
+    equal bytes are decoded once (``decoded``: (mode, bytes) -> image, one per read)."""
     if value is None or not feature.decode:
         return value
     if value.get("bytes") is None:
         return feature.decode_example(value)
-    image = Image.open(io.BytesIO(value["bytes"]))
+    key = (feature.mode, value["bytes"])
+    if key not in decoded:
+        decoded[key] = _decode_bytes(value["bytes"], feature)
+    return decoded[key]
+
+
+def _decode_bytes(data: bytes, feature: datasets.Image) -> Image.Image:
+    image = Image.open(io.BytesIO(data))
     image.load()
     if image.getexif().get(Image.ExifTags.Base.Orientation) is not None:
         image = ImageOps.exif_transpose(image)
@@ -61,12 +73,13 @@ def rows(ds: datasets.Dataset) -> list[dict[str, Any]]:
         elif datasets.features.features.require_decoding(feature):
             other[name] = feature
     out = ds.with_format("arrow")[:].to_pylist()
+    decoded: dict[tuple, Any] = {}
     for row in out:
         for name, feature in images.items():
-            row[name] = _decode_image(row[name], feature)
+            row[name] = _decode_image(row[name], feature, decoded)
         for name, feature in lists.items():
             if row[name] is not None:
-                row[name] = [_decode_image(v, feature) for v in row[name]]
+                row[name] = [_decode_image(v, feature, decoded) for v in row[name]]
         for name, feature in other.items():
             row[name] = datasets.features.features.decode_nested_example(feature, row[name])
     return out

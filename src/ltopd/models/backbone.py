@@ -26,7 +26,7 @@ from ltopd.models.hook import (
     trailing_placeholders,
 )
 from ltopd.models.llava_ov import LlavaOVOps
-from ltopd.models.processor import ImageTextProcessor
+from ltopd.models.processor import ImageTextProcessor, distinct_images
 from ltopd.models.prompt import render_prompt, user_text
 from ltopd.models.qwen35 import Qwen35Ops
 from ltopd.models.special_tokens import ANSWER_CLOSE, IM_END
@@ -70,7 +70,8 @@ class EncodedBatch:
 
     response_mask marks response tokens; labels hold them (IGNORE_INDEX elsewhere), unshifted as
     the model's loss expects. query_ids[b] are row b's question+option token ids; image_rows[i]
-    is the row of image i.
+    is the row of image i; image_first[i] the first image that is the same object as image i
+    (records asking about one picture share it; None: every image its own).
     """
 
     inputs: dict[str, Tensor]
@@ -78,6 +79,7 @@ class EncodedBatch:
     labels: Tensor
     query_ids: list[list[int]]
     image_rows: list[int]
+    image_first: list[int] | None = None
 
 
 @dataclass
@@ -116,7 +118,8 @@ class Backbone:
         image_rows = [row for row, imgs in enumerate(images) for _ in imgs]
         device = self.model.device
         inputs = {key: value.to(device) for key, value in inputs.items()}
-        return EncodedBatch(inputs, response_mask.to(device), labels.to(device), query_ids, image_rows)
+        return EncodedBatch(inputs, response_mask.to(device), labels.to(device), query_ids, image_rows,
+                            distinct_images([image for imgs in images for image in imgs]))
 
     def _response_ids(self, response: str | Sequence[int]) -> list[int]:
         if isinstance(response, str):
@@ -124,8 +127,30 @@ class Backbone:
         return [int(t) for t in response]
 
     def image_features(self, batch: EncodedBatch) -> tuple[Tensor, ...]:
-        """Post-merger features per image (differentiable when grad is enabled)."""
-        return self.ops.image_features(self.model, batch.inputs)
+        """Post-merger features per image (differentiable when grad is enabled).
+
+        Without gradient, an image object the batch holds several times (the questions a benchmark
+        asks about one picture) goes through the tower once: each image's features do not depend on
+        the other images of its pass (tested bit for bit). With gradient every copy gets its own
+        pass, so a trained tower's gradients sum in the order they always did."""
+        shared = self._distinct_images(batch)
+        if shared is None:
+            return self.ops.image_features(self.model, batch.inputs)
+        inputs, index = shared
+        features = self.ops.image_features(self.model, inputs)
+        return tuple(features[i] for i in index)
+
+    def _distinct_images(self, batch: EncodedBatch) -> tuple[dict[str, Tensor], list[int]] | None:
+        """Without gradient, the batch's inputs with only its distinct image objects and, per image,
+        its index among them; None where every image is its own object or gradient is on."""
+        first = batch.image_first
+        if first is None or torch.is_grad_enabled():
+            return None
+        distinct = sorted(set(first))
+        if len(distinct) == len(first):
+            return None
+        at = {j: i for i, j in enumerate(distinct)}
+        return {**batch.inputs, **self.processor.take_images(batch.inputs, distinct)}, [at[j] for j in first]
 
     def selection_inputs(
         self,
@@ -145,10 +170,11 @@ class Backbone:
         if needs & _LM_FIELDS:
             for fields, extra in zip(per_image, self._attention_fields(batch, features)):
                 fields.update(extra)
-        if needs & _ENCODER_FIELDS:
-            for name, values in self.ops.encoder_signals(self.model, batch.inputs).items():
-                for fields, value in zip(per_image, values):
-                    fields[name] = value
+        if needs & _ENCODER_FIELDS:  # the tower again, with its attention read (once per image object)
+            inputs, index = self._distinct_images(batch) or (batch.inputs, range(len(per_image)))
+            for name, values in self.ops.encoder_signals(self.model, inputs).items():
+                for fields, i in zip(per_image, index):
+                    fields[name] = values[i]
         return [
             SelectionInputs(
                 features=f.detach(), query=queries[row], grid_hw=grids[i], seed=seed + i, **per_image[i]

@@ -80,11 +80,10 @@ class DownsampledProcessor(ImageTextProcessor):
         height, width = _RESIZED[type(ip)](ip, image.height, image.width, self.budget(image))
         return int(height), int(width)
 
-    def process_images(self, images: Sequence[Image.Image]) -> dict[str, torch.Tensor]:
+    def _process(self, images: Sequence[Image.Image]) -> dict[str, torch.Tensor]:
         ip = self.image_processor
         parts = []
         for image in images:
-            self.check_image(image)
             size = self.budget(image)
             out = self.patch_table([image], size) if self.patch_table is not None else None
             if out is None:

@@ -10,7 +10,7 @@ prompt to one placeholder per visual token itself. The prompt protocol writes ev
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,13 @@ class ImageSpan:
 
 QWEN_SPAN = ImageSpan(VISION_START, IMAGE_PAD, VISION_END)
 PROTOCOL_SPAN = VISION_START + IMAGE_PAD + VISION_END
+
+
+def distinct_images(images: Sequence[Any]) -> list[int]:
+    """For each of `images`, the index of the first one that is the same object (an image object
+    given several times is one image: its pixels, and the tower's features of them, are equal)."""
+    seen: dict[int, int] = {}
+    return [seen.setdefault(id(image), i) for i, image in enumerate(images)]
 
 
 def build_image_processor(image_side: int, patch_size: int = 16, merge_size: int = 2) -> Qwen2VLImageProcessorPil:
@@ -124,26 +131,31 @@ class ImageTextProcessor:
     def process_images(self, images: Sequence[Image.Image]) -> dict[str, torch.Tensor]:
         """pixel_values (patches, C*T*P*P) and image_grid_thw (n_images, 3) for `images`.
 
-        An image object given several times (a question's rollouts in training) is processed
-        once and its patches repeated; RGB images take the processor's exact table
-        (ltopd.models.pixels), the others the processor itself."""
+        An image object given several times (a question's rollouts in training, the questions a
+        benchmark asks about one picture) is processed once and its patches repeated; RGB images
+        take the processor's exact table (ltopd.models.pixels), the others the processor itself."""
         for image in images:
             self.check_image(image)
-        first: dict[int, int] = {}  # id(image) -> its index among the distinct images
-        distinct: list[Image.Image] = []
-        for image in images:
-            if id(image) not in first:
-                first[id(image)] = len(distinct)
-                distinct.append(image)
-        out = self.patch_table(distinct) if self.patch_table is not None else None
+        first = distinct_images(images)
+        distinct = sorted(set(first))
+        out = self._process([images[i] for i in distinct])
+        if len(distinct) == len(images):
+            return out
+        at = {j: i for i, j in enumerate(distinct)}
+        return self.take_images(out, [at[j] for j in first])
+
+    def _process(self, images: Sequence[Image.Image]) -> dict[str, torch.Tensor]:
+        """process_images' tensors for distinct `images`."""
+        out = self.patch_table(images) if self.patch_table is not None else None
         if out is None:
-            out = self.image_processor(images=distinct, return_tensors="pt")
-        pixels, grids = out["pixel_values"], out["image_grid_thw"]
-        if len(distinct) < len(images):
-            parts = pixels.split(grids.prod(-1).tolist())
-            order = [first[id(im)] for im in images]
-            pixels, grids = torch.cat([parts[i] for i in order]), grids[order]
-        return {"pixel_values": pixels, "image_grid_thw": grids}
+            out = self.image_processor(images=list(images), return_tensors="pt")
+        return {"pixel_values": out["pixel_values"], "image_grid_thw": out["image_grid_thw"]}
+
+    def take_images(self, vision: Mapping[str, torch.Tensor], index: Sequence[int]) -> dict[str, torch.Tensor]:
+        """process_images' tensors of images `index` (in that order, repeats allowed) of `vision`."""
+        grids = vision["image_grid_thw"]
+        parts = vision["pixel_values"].split(grids.prod(-1).tolist())
+        return {"pixel_values": torch.cat([parts[i] for i in index]), "image_grid_thw": grids[list(index)]}
 
     def tokens_per_image(self, vision: dict[str, torch.Tensor]) -> list[int]:
         """Placeholder count of each image (post-merger tokens)."""
@@ -250,12 +262,13 @@ class TileProcessor(ImageTextProcessor):
     def settings(self) -> dict[str, Any]:
         return {**super().settings(), "patch_size": self.patch_size}
 
-    def process_images(self, images: Sequence[Image.Image]) -> dict[str, torch.Tensor]:
+    def _process(self, images: Sequence[Image.Image]) -> dict[str, torch.Tensor]:
         """pixel_values (n_images, C, side, side): the base tile (patch 0 of the anyres output)."""
-        for image in images:
-            self.check_image(image)
         out = self.image_processor(images=list(images), return_tensors="pt")
         return {"pixel_values": out["pixel_values"][:, 0]}
+
+    def take_images(self, vision: Mapping[str, torch.Tensor], index: Sequence[int]) -> dict[str, torch.Tensor]:
+        return {"pixel_values": vision["pixel_values"][list(index)]}
 
     def tokens_per_image(self, vision: dict[str, torch.Tensor]) -> list[int]:
         side = vision["pixel_values"].shape[-1] // self.patch_size
