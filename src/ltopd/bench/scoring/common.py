@@ -6,6 +6,7 @@ string (design.md keeps "anything else" there); :func:`field` looks in both, top
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -44,11 +45,18 @@ def prediction_text(record: dict) -> str:
 
 
 def meta_of(record: dict) -> dict:
+    """The record's meta as a dict (read it, do not modify it: a JSON string is parsed once and the
+    dict shared by every call with that string, as a table's job scores each item many times)."""
     meta = record.get("meta")
     if not meta:
         return {}
     if isinstance(meta, dict):
         return meta
+    return _parsed(meta)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed(meta: str) -> dict:
     return json.loads(meta)
 
 

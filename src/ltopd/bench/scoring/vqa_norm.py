@@ -15,6 +15,7 @@ restored from their apostrophe-less spellings.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _PUNCTUATION = (";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">",
@@ -87,6 +88,7 @@ def _digits_articles_contractions(text: str) -> str:
     return " ".join(_CONTRACTIONS.get(word, word) for word in words)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a record's ten references are scored once per prediction set
 def normalize_vqa_answer(text: str) -> str:
     """EvalAI normalisation of one answer string."""
     text = text.lower().replace(",", "").replace("?", "").replace("'s", " 's").strip()
