@@ -62,8 +62,7 @@ def encode_images(rec: dict[str, Any], encoded: dict[int, tuple[Image.Image, dic
     would otherwise re-encode each PIL image as PNG at the slow default level. Records sharing
     ``encoded`` (id -> (image, its encoding)) encode an image object they share once (a
     benchmark's questions about one picture)."""
-    if encoded is None:
-        return {**rec, "images": [encode_image(i) for i in rec["images"]]}
+    encoded = {} if encoded is None else encoded
     for image in rec["images"]:
         if id(image) not in encoded:
             encoded[id(image)] = (image, encode_image(image))  # the image kept: its id stays its own

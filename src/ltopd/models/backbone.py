@@ -26,7 +26,7 @@ from ltopd.models.hook import (
     trailing_placeholders,
 )
 from ltopd.models.llava_ov import LlavaOVOps
-from ltopd.models.processor import ImageTextProcessor, distinct_images
+from ltopd.models.processor import ImageCopies, ImageTextProcessor, distinct_images
 from ltopd.models.prompt import render_prompt, user_text
 from ltopd.models.qwen35 import Qwen35Ops
 from ltopd.models.special_tokens import ANSWER_CLOSE, IM_END
@@ -70,8 +70,8 @@ class EncodedBatch:
 
     response_mask marks response tokens; labels hold them (IGNORE_INDEX elsewhere), unshifted as
     the model's loss expects. query_ids[b] are row b's question+option token ids; image_rows[i]
-    is the row of image i; image_first[i] the first image that is the same object as image i
-    (records asking about one picture share it; None: every image its own).
+    is the row of image i; image_copies the images as distinct objects (records asking about one
+    picture share it; None: every image its own).
     """
 
     inputs: dict[str, Tensor]
@@ -79,7 +79,7 @@ class EncodedBatch:
     labels: Tensor
     query_ids: list[list[int]]
     image_rows: list[int]
-    image_first: list[int] | None = None
+    image_copies: ImageCopies | None = None
 
 
 @dataclass
@@ -143,14 +143,10 @@ class Backbone:
     def _distinct_images(self, batch: EncodedBatch) -> tuple[dict[str, Tensor], list[int]] | None:
         """Without gradient, the batch's inputs with only its distinct image objects and, per image,
         its index among them; None where every image is its own object or gradient is on."""
-        first = batch.image_first
-        if first is None or torch.is_grad_enabled():
+        copies = batch.image_copies
+        if copies is None or not copies.repeated or torch.is_grad_enabled():
             return None
-        distinct = sorted(set(first))
-        if len(distinct) == len(first):
-            return None
-        at = {j: i for i, j in enumerate(distinct)}
-        return {**batch.inputs, **self.processor.take_images(batch.inputs, distinct)}, [at[j] for j in first]
+        return {**batch.inputs, **self.processor.take_images(batch.inputs, copies.distinct)}, copies.index
 
     def selection_inputs(
         self,

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from PIL import Image
@@ -47,11 +47,28 @@ QWEN_SPAN = ImageSpan(VISION_START, IMAGE_PAD, VISION_END)
 PROTOCOL_SPAN = VISION_START + IMAGE_PAD + VISION_END
 
 
-def distinct_images(images: Sequence[Any]) -> list[int]:
-    """For each of `images`, the index of the first one that is the same object (an image object
-    given several times is one image: its pixels, and the tower's features of them, are equal)."""
-    seen: dict[int, int] = {}
-    return [seen.setdefault(id(image), i) for i, image in enumerate(images)]
+class ImageCopies(NamedTuple):
+    """`images` as distinct objects (an image object given several times is one image: its pixels,
+    and the tower's features of them, are equal): ``distinct`` the positions of each object's
+    first occurrence, ``index`` each image's position among them."""
+
+    distinct: list[int]
+    index: list[int]
+
+    @property
+    def repeated(self) -> bool:
+        return len(self.distinct) < len(self.index)
+
+
+def distinct_images(images: Sequence[Any]) -> ImageCopies:
+    """`images` by object identity (a batch's and process_images' one reading of it)."""
+    at: dict[int, int] = {}  # id -> position among the distinct objects
+    distinct = []
+    for i, image in enumerate(images):
+        if id(image) not in at:
+            at[id(image)] = len(distinct)
+            distinct.append(i)
+    return ImageCopies(distinct, [at[id(image)] for image in images])
 
 
 def build_image_processor(image_side: int, patch_size: int = 16, merge_size: int = 2) -> Qwen2VLImageProcessorPil:
@@ -136,13 +153,9 @@ class ImageTextProcessor:
         take the processor's exact table (ltopd.models.pixels), the others the processor itself."""
         for image in images:
             self.check_image(image)
-        first = distinct_images(images)
-        distinct = sorted(set(first))
-        out = self._process([images[i] for i in distinct])
-        if len(distinct) == len(images):
-            return out
-        at = {j: i for i, j in enumerate(distinct)}
-        return self.take_images(out, [at[j] for j in first])
+        copies = distinct_images(images)
+        out = self._process([images[i] for i in copies.distinct])
+        return self.take_images(out, copies.index) if copies.repeated else out
 
     def _process(self, images: Sequence[Image.Image]) -> dict[str, torch.Tensor]:
         """process_images' tensors for distinct `images`."""
