@@ -70,6 +70,9 @@ class Benchmark:
     scorer: str  # "module:function" under ltopd.bench.scoring: records -> metrics
     bootstrap: Bootstrap
     evidence: str | None = None
+    # "module:function" under ltopd.bench.suites: the base WorldConfig -> the canvas the twin is
+    # drawn on when the profile's world section names none for it (None: the base canvas)
+    default_canvas: str | None = None
 
 
 TableKind = Literal["grid", "ablation", "study", "efficiency", "pareto"]
@@ -167,7 +170,7 @@ METHODS: dict[str, Method] = _index(
 BENCHMARKS: dict[str, Benchmark] = _index(
     Benchmark("vstar", "V*Bench", 16, "vstar:synthetic", "vstar:score_vstar", ROWS, evidence="option"),
     Benchmark("hrbench4k", "HR-4K", 16, "hrbench:synthetic", "hrbench:score_hrbench",
-              Bootstrap(stratum="cycle_category"), evidence="option"),
+              Bootstrap(stratum="cycle_category"), evidence="option", default_canvas="hrbench:large_canvas"),
     Benchmark("gqa", "GQA", 16, "gqa:synthetic", "gqa:score_gqa", ROWS),
     Benchmark("mmmu", "MMMU", 32, "mmmu:synthetic", "mmmu:score_mmmu", ROWS, evidence="option"),
     Benchmark("mmbench", "MMB", 16, "mmbench:synthetic", "mmbench:score_mmbench", Bootstrap("mmbench_group"),

@@ -364,12 +364,17 @@ def _unaskable(tasks: list[str], world: dict[str, Any]) -> list[str]:
 def _world_problems(world: dict[str, Any]) -> list[str]:
     import dataclasses
 
+    from ltopd.catalog import BENCHMARKS
     from ltopd.data.world import WorldConfig
+    from ltopd.data.world.canvas import REGIME_KEYS
 
-    allowed = [f.name for f in dataclasses.fields(WorldConfig)]
+    allowed = [f.name for f in dataclasses.fields(WorldConfig)] + list(REGIME_KEYS)
     unknown = sorted(set(world) - set(allowed))
     if unknown:
         return [f"world: unknown key(s) {unknown}; allowed keys: {allowed}"]
+    strange = sorted(set(world.get("canvas") or {}) - set(BENCHMARKS))
+    if strange:
+        return [f"world.canvas: unknown benchmark(s) {strange}; allowed values: {sorted(BENCHMARKS)}"]
     from ltopd.data.sources import world_config
 
     try:

@@ -364,3 +364,46 @@ def test_a_file_moved_unchanged_is_not_staleness(tmp_path) -> None:
     assert staleness(tmp_path) == [
         "code the build now runs that the release does not record (1 files: twins/pretrain.py)",
         "code the release records that the build no longer runs: models/pretrain.py"]
+
+
+def test_a_release_that_continues_another_starts_from_its_weights_on_another_world(
+        smoke_cfg_module, tmp_path, tokenizer_dir, capsys):
+    """`continues`: the recipe's stages run from the parent's weights (no repeat of its stages, a
+    world and processor of its own); the manifest records the parent; the state resumes; the
+    processor keeps more tokens (processor_side); a changed parent is another build's state."""
+    import torch
+
+    a = _profile(smoke_cfg_module, tmp_path)
+    parent = tmp_path / "a" / "qwen35-tiny"
+    assert _release(a, tmp_path, tokenizer_dir, parent, tmp_path / "sa") == 0
+    c = copy.deepcopy(a)
+    c["world"] = {**c["world"], "object_scale": 1.5, "max_objects": 4, "canvas": {"vstar": 512, "pope": 224}}
+    entry = c["backbones"]["qwen35-tiny"]
+    entry.update(continues=str(parent), processor_side=512, pretrain_stages=[
+        {"name": "r", "steps": 2, "lr": 0.001, "bench": ["vstar", "pope"], "fresh_optimizer": True}])
+    out = tmp_path / "c" / "qwen35-tiny"
+    assert _release(c, tmp_path, parent, out, tmp_path / "sc") == 0
+    assert "warm start from" in capsys.readouterr().out
+    made = verify_weights(out)
+    start = made["pretraining"]["warm_start"]
+    assert start["mode"] == "continues" and start["weights_sha256"] == verify_weights(parent)["weights_sha256"]
+    assert start["parent_recipe"] == verify_weights(parent)["recipe"]
+    assert made["pretraining"]["steps"] == 2 and made["recipe"]["entry"]["continues"] == str(parent)
+    # the two updates moved the parent's weights, and nothing else was rebuilt from scratch
+    mine, theirs = load_backbone(out).model.state_dict(), load_backbone(parent).model.state_dict()
+    assert any(not torch.equal(mine[k], theirs[k]) for k in mine)
+    assert json.loads((out / "preprocessor_config.json").read_text())["size"]["longest_edge"] == 512 * 512
+    # a 512 px V*Bench image keeps 256 merged tokens in the continued twin (64 in the parent's)
+    from ltopd.bench.suites import synthetic_records
+
+    rec = synthetic_records("vstar", 1, 0, c["world"])
+    for folder, tokens in ((out, 256), (parent, 64)):
+        bb = load_backbone(folder)
+        assert [h * w for h, w in bb.ops.grid_hw(bb.model, bb.encode(rec).inputs)] == [tokens]
+    # resumed from its state: the same weights
+    assert _release(c, tmp_path, parent, tmp_path / "c2" / "qwen35-tiny", tmp_path / "sc") == 0
+    assert "resuming the warm-started build" in capsys.readouterr().out
+    assert verify_weights(tmp_path / "c2" / "qwen35-tiny")["weights_sha256"] == made["weights_sha256"]
+    # with --warm-start beside `continues`, the job says which to drop
+    with pytest.raises(SystemExit, match="drop --warm-start"):
+        _release(c, tmp_path, parent, tmp_path / "z" / "qwen35-tiny", tmp_path / "sz", ["--warm-start", str(parent)])

@@ -61,7 +61,7 @@ if grid.released(config):
         params:
             spec=release_spec,
             tokenizer_spec=spec("pretrain", "world"),
-            tokenizer=f"{OUT}/train_state/release/tokenizer",
+            tokenizer=release_tokenizer,
             state=f"{OUT}/train_state/release/{{backbone}}",
         wildcard_constraints:
             backbone="|".join(grid.released(config)),

@@ -67,6 +67,12 @@ def release_spec(wildcards):
     return spec("pretrain", "reduction", "world", "evaluation", backbones=one)
 
 
+def release_tokenizer(wildcards):
+    """A release that continues another reads its parent's vocabulary (the parent's folder);
+    otherwise the tokenizer the build makes first."""
+    return config["backbones"][wildcards.backbone].get("continues") or f"{OUT}/train_state/release/tokenizer"
+
+
 def eval_group_spec(backbone, student):
     """An evaluation depends on the floor and batch size; a trained student's also on the selector
     it was trained with (changing training.selector reruns exactly those evaluations); a twin's on

@@ -119,11 +119,11 @@ def _pil(x) -> Image.Image:
 
 
 def world_config(world: dict[str, Any]):
-    """The profile's `world` section as a WorldConfig: pixel sizes scaled to image_size, then overrides."""
-    from ltopd.data.world import WorldConfig
+    """The profile's `world` section as a WorldConfig: pixel sizes scaled to image_size (times its
+    object_scale), then overrides (ltopd.data.world.canvas.base_world)."""
+    from ltopd.data.world.canvas import base_world
 
-    rest = {k: v for k, v in world.items() if k != "image_size"}
-    return WorldConfig.for_size(world.get("image_size", WorldConfig.image_size), **rest)
+    return base_world(world)
 
 
 def _synthetic_pool(name: str, quota: int, seed: int, pool_factor: float, world: dict) -> Pool:

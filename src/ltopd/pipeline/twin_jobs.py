@@ -142,20 +142,34 @@ def _claim_state(args: argparse.Namespace, spec: dict[str, Any]) -> None:
     from ltopd.job_identity import claim, identity
     from ltopd.twins.release import RELEASE_MODULES, recipe
 
+    parent = _continues(spec, args.backbone)
     inputs = {"tokenizer": Path(args.tokenizer) / "tokenizer.json",
-              **({"warm_start": args.warm_start} if args.warm_start else {})}
+              **({"warm_start": args.warm_start} if args.warm_start else {}),
+              **({"continues": Path(parent) / "model.safetensors"} if parent else {})}
     claim(args.state, identity(recipe(spec, args.backbone), inputs, code=RELEASE_MODULES))
 
 
+def _continues(spec: dict[str, Any], backbone: str) -> str | None:
+    """The release the backbone entry's recipe continues (its `continues`), if any."""
+    return spec["backbones"][backbone].get("continues")
+
+
 def _warm_start_or_resume(args: argparse.Namespace, spec: dict[str, Any]) -> None:
-    """With --warm-start, seed --state from the release unless it holds this warm start's state
-    (then resume it). `_claim_state` has already set aside any state of another build, so a
-    state and its warm-start record here are this build's."""
-    from ltopd.twins.build import WARM_START, warm_start
+    """With --warm-start (or an entry that `continues` a release), seed --state from the release
+    unless it holds this build's state (then resume it). `_claim_state` has already set aside any
+    state of another build, so a state and its warm-start record here are this build's."""
+    from ltopd.twins.build import WARM_START, continue_release, warm_start
     from ltopd.twins.pretrain import STATE_FILE
 
     state, record = Path(args.state) / STATE_FILE, Path(args.state) / WARM_START
-    if not args.warm_start:
+    parent = _continues(spec, args.backbone)
+    if parent and args.warm_start:
+        raise SystemExit(f"backbones.{args.backbone}.continues names {parent}; drop --warm-start {args.warm_start}")
+    if parent:
+        args.warm_start, seed = parent, continue_release
+    elif args.warm_start:
+        seed = warm_start
+    else:
         return
     if state.is_file() and record.is_file():
         print(f"resuming the warm-started build in {args.state}")
@@ -167,7 +181,7 @@ def _warm_start_or_resume(args: argparse.Namespace, spec: dict[str, Any]) -> Non
         raise SystemExit(f"--tokenizer {args.tokenizer} is not the tokenizer of {args.warm_start}: its weights "
                          "index another vocabulary (pass the release folder itself as --tokenizer)")
     record.unlink(missing_ok=True)
-    info = warm_start(spec, args.backbone, args.warm_start, args.state)
+    info = seed(spec, args.backbone, args.warm_start, args.state)
     print(f"warm start from {args.warm_start}: its {info['steps']} updates; code changed since: "
           f"{info['code_changed_since_parent'] or 'none'}")
 

@@ -200,19 +200,28 @@ def build_twin(name: str, tokenizer: PreTrainedTokenizerFast, seed: int = 42) ->
     return model.eval()
 
 
-def twin_processor(name: str, tokenizer: PreTrainedTokenizerFast) -> ImageTextProcessor:
-    """The image-only processor of twin `name` (canvas and image span from its spec)."""
+def twin_processor(name: str, tokenizer: PreTrainedTokenizerFast,
+                   processor_side: int | None = None) -> ImageTextProcessor:
+    """The image-only processor of twin `name` (canvas and image span from its spec).
+    `processor_side`: the pixel budget's square side instead of the spec's canvas (max_pixels =
+    side^2: a larger image keeps more tokens, as the paper's processor keeps up to max_pixels)."""
     spec = twin_spec(name)
     span = SPANS[spec.family]
+    side = processor_side or spec.image_side
     if spec.family == "glm46v":
         return ImageTextProcessor(
-            tokenizer, build_glm_image_processor(spec.image_side, spec.patch_size, spec.merge_size), span=span
+            tokenizer, build_glm_image_processor(side, spec.patch_size, spec.merge_size), span=span
         )
     if spec.family == "llava_onevision":
+        if processor_side and processor_side != spec.image_side:
+            raise ValueError(f"{name}: a LLaVA-OneVision twin reads one {spec.image_side} px tile; "
+                             "processor_side does not apply to it")
         return TileProcessor(tokenizer, build_llava_image_processor(spec.image_side), spec.patch_size, span=span)
-    return ImageTextProcessor(tokenizer, build_image_processor(spec.image_side, spec.patch_size, spec.merge_size))
+    return ImageTextProcessor(tokenizer, build_image_processor(side, spec.patch_size, spec.merge_size))
 
 
-def twin_backbone(name: str, tokenizer: PreTrainedTokenizerFast, seed: int = 42) -> Backbone:
+def twin_backbone(name: str, tokenizer: PreTrainedTokenizerFast, seed: int = 42,
+                  processor_side: int | None = None) -> Backbone:
     """Twin model plus its image-only processor."""
-    return Backbone(model=build_twin(name, tokenizer, seed), processor=twin_processor(name, tokenizer))
+    return Backbone(model=build_twin(name, tokenizer, seed),
+                    processor=twin_processor(name, tokenizer, processor_side))

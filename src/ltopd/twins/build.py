@@ -128,6 +128,34 @@ def warm_start(spec: Mapping[str, Any], backbone_name: str, parent: str | Path, 
     return info
 
 
+def continue_release(spec: Mapping[str, Any], backbone_name: str, parent: str | Path, state_dir: str | Path) -> dict:
+    """Seed `state_dir` with the weights of the release `parent` at update 0 of this recipe,
+    whose stages continue it (the entry's `continues`; its first stage sets `fresh_optimizer`).
+    Unlike `warm_start`, the recipe need not repeat the parent's stages or world: the release
+    records its parent (weights' sha256 and recipe), and a rebuild builds the parent first.
+    Returns what the manifest records."""
+    from ltopd.atomic import write_json
+    from ltopd.models.loading import load_backbone
+    from ltopd.models.manifest import verify_weights
+    from ltopd.twins import job as twin_job
+    from ltopd.twins.pretrain import seed_state
+    from ltopd.twins.release import code_hashes, recipe
+
+    manifest = verify_weights(parent)
+    mine = recipe(spec, backbone_name)
+    entry, pt = mine["entry"], mine["pretrain"]
+    config = twin_job.pretrain_config(pt, entry.get("lr_scale", 1.0))
+    stream = twin_job.pretrain_recipe(entry["twin"], pt, mine["world"])
+    seed_state(state_dir, load_backbone(parent).model, config, stream, 0)
+    changed = sorted(f for f, h in code_hashes().items() if manifest["code_sha256"].get(f) != h)
+    info = {"parent": str(parent), "mode": "continues", "weights_sha256": manifest["weights_sha256"],
+            "parent_recipe": manifest["recipe"], "steps": manifest["pretraining"]["steps"],
+            "wall_s": manifest["pretraining"]["wall_s"], "loss_first": manifest["pretraining"]["loss_first"],
+            "code_changed_since_parent": changed}
+    write_json(Path(state_dir) / WARM_START, info)
+    return info
+
+
 def build(spec: Mapping[str, Any], backbone_name: str, tokenizer: Any, state_dir: str | Path, out: str | Path,
           on_step: Callable | None = None, checkpoint_every: int = CHECKPOINT_EVERY,
           progress: bool = True) -> dict[str, Any]:
@@ -143,7 +171,8 @@ def build(spec: Mapping[str, Any], backbone_name: str, tokenizer: Any, state_dir
     start = time.process_time()
     backbone, metrics = twin_job.run(entry["twin"], tokenizer, spec["pretrain"], spec["world"],
                                      spec["reduction"]["floor"], entry.get("lr_scale", 1.0), on_step=on_step,
-                                     progress=progress, state_dir=str(state_dir), checkpoint_every=checkpoint_every)
+                                     progress=progress, state_dir=str(state_dir), checkpoint_every=checkpoint_every,
+                                     processor_side=entry.get("processor_side"))
     gates = twin_gates(backbone, spec, backbone_name, progress=progress)
     target = Path(out)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -155,9 +184,10 @@ def build(spec: Mapping[str, Any], backbone_name: str, tokenizer: Any, state_dir
                 "loss_first": metrics["loss_first"], "loss_last": metrics["loss_last"],
                 "probe": {k: v for k, v in metrics.items() if "/" in k or k == "question_only"}}
         warm = Path(state_dir) / WARM_START
-        if warm.is_file():  # continued from a release's weights: its loss curve starts there
+        if warm.is_file():  # continued from a release's weights
             cost["warm_start"] = json.loads(warm.read_text())
-            cost["loss_first"] = cost["warm_start"]["loss_first"]
+            if cost["warm_start"].get("mode") != "continues":  # a prefix rebuild: its loss curve starts there
+                cost["loss_first"] = cost["warm_start"]["loss_first"]
         manifest = build_manifest(folder, spec, backbone_name, cost, gates)
         write_json(folder / MANIFEST, manifest)
         if target.exists():

@@ -101,10 +101,11 @@ def probe(backbone: Backbone, records: list[dict[str, Any]], heldout: dict[str, 
 
 def run(twin: str, tokenizer, pt: dict[str, Any], world: dict[str, Any], floor: int, lr_scale: float = 1.0,
         on_step: Callable[[PretrainLog], None] | None = None, progress: bool = True,
-        state_dir: str | None = None, checkpoint_every: int = 0) -> tuple[Backbone, dict[str, Any]]:
+        state_dir: str | None = None, checkpoint_every: int = 0,
+        processor_side: int | None = None) -> tuple[Backbone, dict[str, Any]]:
     """Build the twin from its config, pretrain it (resuming from `state_dir` when it holds a
     saved state), probe it; return (backbone, metrics)."""
-    backbone = twin_backbone(twin, tokenizer, seed=pt["seed"])
+    backbone = twin_backbone(twin, tokenizer, seed=pt["seed"], processor_side=processor_side)
     curve = pretrain(backbone, stage_sources(pt, world), pretrain_config(pt, lr_scale), on_step=on_step,
                      state_dir=state_dir, checkpoint_every=checkpoint_every, recipe=pretrain_recipe(twin, pt, world))
     metrics = {**summarize(curve), **probe(backbone, heldout_records(pt, world), pt["heldout"], floor, progress)}

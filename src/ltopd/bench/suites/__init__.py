@@ -19,9 +19,14 @@ from .synthetic import bench_seed
 @dataclass(frozen=True)
 class Suite:
     name: str
-    synthetic: Callable[[int, int, WorldConfig], list[dict]]  # (n, seed, cfg) -> records
+    synthetic: Callable[[int, int, WorldConfig], list[dict]]  # (n, seed, the canvas' cfg) -> records
     real: Callable[[str | Path], list[dict]]  # path -> records
     generation_cap: int  # max new tokens (the closing answer tag included)
+    default_canvas: Callable[[WorldConfig], WorldConfig]  # base world -> its canvas when the profile names none
+
+
+def _same(cfg: WorldConfig) -> WorldConfig:
+    return cfg
 
 
 def _real(name: str) -> Callable[[str | Path], list[dict]]:
@@ -30,7 +35,8 @@ def _real(name: str) -> Callable[[str | Path], list[dict]]:
 
 # One suite per benchmark of the catalog (its generator, loader and generation cap are declared there).
 SUITES: dict[str, Suite] = {
-    b.name: Suite(b.name, resolve(__name__, b.synthetic), _real(b.name), b.generation_cap)
+    b.name: Suite(b.name, resolve(__name__, b.synthetic), _real(b.name), b.generation_cap,
+                  resolve(__name__, b.default_canvas) if b.default_canvas else _same)
     for b in BENCHMARKS.values()
 }
 
@@ -42,12 +48,15 @@ def _suite(name: str) -> Suite:
 
 
 def synthetic_records(name: str, n: int, seed: int, world: dict[str, Any]) -> list[dict]:
-    """``n`` twin records of benchmark ``name``; ``world`` is a profile's world section."""
-    from ltopd.data.sources import world_config
+    """``n`` twin records of benchmark ``name``; ``world`` is a profile's world section (its
+    ``canvas`` names the benchmark's canvas; else the suite's default canvas)."""
+    from ltopd.data.world.canvas import base_world, benchmark_world
 
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"{name}: n must be a non-negative integer, got {n!r}")
-    return _suite(name).synthetic(n, seed, world_config(world))
+    suite = _suite(name)
+    cfg = benchmark_world(world, name) or suite.default_canvas(base_world(world))
+    return suite.synthetic(n, seed, cfg)
 
 
 def load_records(name: str, path: str | Path) -> list[dict]:

@@ -1,5 +1,7 @@
-"""HR-Bench 4K twin: a canvas twice the configured size (objects keep their pixel size, so they
-are small relative to it) with up to twice as many objects; 4 options per question.
+"""HR-Bench 4K twin: by default a canvas twice the configured size (objects keep their pixel size,
+so they are small relative to it) with up to twice as many objects (``large_canvas``, the
+catalog's default canvas of the benchmark; a profile's ``world.canvas`` sets it instead); 4
+options per question.
 
 cycle_category ``single`` (fine-grained single-instance perception: colour or shape of the tiny
 object) and ``cross`` (cross-instance perception: where one object lies relative to another),
@@ -51,9 +53,8 @@ def _cross(rng: np.random.Generator, cfg: WorldConfig) -> tuple[Scene, str, list
 
 def item(index: int, seed: int, cfg: WorldConfig) -> dict:
     rng = bench_rng(NAME, seed, index)
-    big = large_canvas(cfg)
     category = ("single", "cross")[index % 2]
-    scene, q, options, answer, template = (_single if category == "single" else _cross)(rng, big)
+    scene, q, options, answer, template = (_single if category == "single" else _cross)(rng, cfg)
     return make_record(NAME, f"{index:06d}", [render_scene(scene)], q, options, answer, category,
                        {"template": template, "cycle_category": category,
                         "category": {"single": "FSP", "cross": "FCP"}[category],

@@ -13,6 +13,7 @@ distinct streams.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
@@ -31,10 +32,10 @@ def instruct_seed(run_seed: int, chunk: int) -> int:
 
 
 @lru_cache(maxsize=32)
-def _chunk(name: str, seed: int, world_key: tuple) -> tuple[dict, ...]:
+def _chunk(name: str, seed: int, world_key: str) -> tuple[dict, ...]:
     from ltopd.bench.suites import synthetic_records
 
-    return tuple(synthetic_records(name, CHUNK, seed, dict(world_key)))
+    return tuple(synthetic_records(name, CHUNK, seed, json.loads(world_key)))
 
 
 def instruct_stream(benchmarks: Sequence[str], run_seed: int, world: dict[str, Any],
@@ -43,7 +44,7 @@ def instruct_stream(benchmarks: Sequence[str], run_seed: int, world: dict[str, A
     world, i), so a resumed run continues with exactly the items it would have seen."""
     if not benchmarks:
         raise ValueError("instruct_stream needs at least one benchmark")
-    key = tuple(sorted(world.items()))
+    key = json.dumps(world, sort_keys=True)  # hashable, nested `canvas` included
     k = len(benchmarks)
     for i in itertools.count(start):
         name, j = benchmarks[i % k], i // k
