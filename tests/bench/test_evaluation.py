@@ -84,9 +84,11 @@ def test_clean_cuts_at_the_end_of_turn() -> None:
 
 
 def _fake_predict(answers):
-    def predict(backbone, records, settings, floor, batch_size, max_new_tokens, seed, progress, desc):
+    def predict(backbone, records, settings, floor, batch_size, max_new_tokens, seed, progress, desc, counts):
         predict.calls += [{"ratio": ratio, "selector": selector, "floor": floor, "cap": max_new_tokens}
                           for ratio, selector in settings]
+        for tally in counts:  # as if every record had one 10-token image, 3 of them kept
+            tally[0], tally[1] = tally[0] + 3 * len(records), tally[1] + 10 * len(records)
         return [[answers(r) for r in records] for _ in settings]
     predict.calls = []
     return predict
@@ -102,7 +104,8 @@ def test_evaluate_scores_reference_answers_perfectly_and_counts_unparsed(monkeyp
     perfect = 200.0 * len(metrics["per_category"]) if benchmark == "mme" else 100.0
     assert metrics["n"] == 8 and metrics["n_unparsed"] == 0 and metrics["score"] == perfect
     assert metrics == {**score(benchmark, rows), "wall_s": metrics["wall_s"],
-                       "questions_per_s": metrics["questions_per_s"], "settings_per_pass": 1}
+                       "questions_per_s": metrics["questions_per_s"], "settings_per_pass": 1,
+                       "kept_tokens": 3 * 8, "visual_tokens": 10 * 8}
     assert fake.calls[0]["ratio"] == 0.1 and fake.calls[0]["selector"] == "divprune" and fake.calls[0]["floor"] == 3
     assert all("images" not in r and r["prediction"].endswith("</answer>") for r in rows)
 
@@ -123,7 +126,7 @@ def test_prediction_rows_leave_the_scene_in_the_record_set(monkeypatch, benchmar
         expected = {k: v for k, v in json.loads(rec["meta"]).items() if k != "scene"}
         assert json.loads(row["meta"]) == expected
     saved = [json.loads(json.dumps(r)) for r in rows]  # as read back from predictions.jsonl
-    timing = ("wall_s", "questions_per_s", "settings_per_pass")
+    timing = ("wall_s", "questions_per_s", "settings_per_pass", "kept_tokens", "visual_tokens")
     assert score(benchmark, saved) == {k: v for k, v in metrics.items() if k not in timing}
 
 
@@ -151,4 +154,10 @@ def test_evaluate_runs_a_real_twin_end_to_end(vstar) -> None:
     again, m2 = evaluate(bb, vstar, "vstar", 0.05, "cdpruner", floor=1, batch_size=3, progress=False)
     assert [r["prediction"] for r in rows] == [r["prediction"] for r in again]  # batching-invariant, greedy
     assert m["n"] == 6 and m["score"] == m2["score"]
+    # the tokens counted: each image's merged tokens from its grid, and the paper's keep count of them
+    from ltopd.selectors import keep_count
+
+    grid = [h * w for h, w in bb.ops.grid_hw(bb.model, bb.encode(vstar).inputs)]
+    assert m["visual_tokens"] == m2["visual_tokens"] == sum(grid)
+    assert m["kept_tokens"] == m2["kept_tokens"] == sum(keep_count(n, 0.05, 1) for n in grid) < sum(grid)
     json.dumps(rows)  # prediction rows are plain JSON

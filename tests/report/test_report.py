@@ -529,3 +529,36 @@ def test_order_at_the_lowest_budget_says_which_neighbours_are_resolved() -> None
     assert [part.split(" ")[0] for part in ranked.split("; ")] == ["LT-OPD", "CDPruner", "DivPrune"]
     assert f"LT-OPD - CDPruner +22.2 {bootstrap.format_ci(d)} (seeds [0, 1]): resolved" in order
     assert "CDPruner - DivPrune +0.0 [0.0, 0.0] (seeds [0, 1]): not resolved" in order
+
+
+def test_capped_difference_above_full_and_kept_fraction_notes() -> None:
+    """LT-OPD above full tokens on GQA: the capped LT-OPD - CDPruner note counts GQA at 100%
+    (an independent retain_replicates call with cap), the above-full note names it, the
+    kept-fraction note is the hand-worked share of the tokens the metrics counted, and the
+    paper's order at 5% is printed beside ours."""
+    from ltopd.stats import bootstrap
+
+    results, preds, fit = _evidence()
+    for key in [k for k in preds if k[1] == "ltopd"]:  # LT-OPD right on every GQA item: above full (90%)
+        preds[key] = [dict(r, prediction=r["answer"]) if key[3] == "gqa" else r for r in preds[key]]
+    for r in results:
+        if r["method"] == "ltopd" and r["benchmark"] == "gqa":
+            r["score"] = 100.0
+        if r["budget"] == 0.05:  # 80 items of 49 tokens keeping 8 (GQA), of 256 keeping 13 (V*)
+            r.update(kept_tokens=80 * (8 if r["benchmark"] == "gqa" else 13),
+                     visual_tokens=80 * (49 if r["benchmark"] == "gqa" else 256))
+    _, notes = grid_tables.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=400,
+                                 pruned="cdpruner")
+    text = "\n".join(notes)
+    runs = {m: {s: {"gqa": preds[("bb", m, 0.05, "gqa", s)]} for s in (0, 1)} for m in ("ltopd", "cdpruner")}
+    full = {s: {"gqa": preds[("bb", "full", 1.0, "gqa", s)]} for s in (0, 1)}
+    pair = bootstrap.retain_replicates({"a": runs["ltopd"], "c": runs["cdpruner"]}, full, ["gqa"], 400, 0, cap=100.0)
+    d = bootstrap.interval(pair["a"][0] - pair["c"][0], pair["a"][1] - pair["c"][1])
+    assert d.estimate == pytest.approx(100 - 100 * 5 / 9)
+    assert f"LT-OPD - CDPruner at 5%, retain capped at 100%: {d.estimate:+.1f} {bootstrap.format_ci(d)}" in text
+    assert re.search(r"above full tokens at 5% .*: LT-OPD GQA 111\.1 \[[\d.]+, [\d.]+\]\.", text)
+    gqa, vstar = 100 * 8 / 49, 100 * 13 / 256
+    mean, pooled = (gqa + vstar) / 2, 100 * (8 + 13) / (49 + 256)
+    assert f"kept fraction at 5%: {mean:.1f}% (" in text and f"pooled over every item {pooled:.1f}%" in text
+    assert f"GQA {gqa:.1f}, V*Bench {vstar:.1f})" in text
+    assert "the paper's order at 5% (Qwen3.5-4B, average retain, one run): LT-OPD 82.3;" in text

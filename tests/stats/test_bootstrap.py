@@ -297,3 +297,22 @@ def test_seed_interval_covers_the_mean_95_percent_of_the_time() -> None:
         cis = (bootstrap.seed_interval(rng.normal(1.0, 2.0, n)) for _ in range(4000))
         hits = [(ci.lo <= 1.0 <= ci.hi) for ci in cis]
         assert abs(np.mean(hits) - 0.95) < 0.015, (n, np.mean(hits))
+
+
+def test_a_capped_retain_counts_a_benchmark_above_full_tokens_as_100() -> None:
+    """``cap``: each benchmark's retain is at most the cap before the mean, point and replicates
+    alike (hand-worked: a GQA retain of 120% counts as 100 beside POPE's own)."""
+    full = {"gqa": gqa_rows([True] * 5 + [False] * 5),
+            "pope": pope_rows({"random": [True] * 4, "popular": [True] * 4})}
+    method = {"gqa": gqa_rows([True] * 6 + [False] * 4),
+              "pope": pope_rows({"random": [True, True, False, False], "popular": [True, True, False, False]})}
+    g = 100 * score("gqa", method["gqa"])["score"] / score("gqa", full["gqa"])["score"]
+    p = 100 * score("pope", method["pope"])["score"] / score("pope", full["pope"])["score"]
+    assert g == pytest.approx(120.0) and p < 100
+    plain, reps = bootstrap.retain_replicates({"m": method}, full, n_boot=200)["m"]
+    capped, creps = bootstrap.retain_replicates({"m": method}, full, n_boot=200, cap=100.0)["m"]
+    assert plain == pytest.approx((g + p) / 2) and capped == pytest.approx((100.0 + p) / 2)
+    # replicate by replicate: the capped average never exceeds the plain one, and equals it
+    # where the resampled GQA retain stays at or below 100
+    ok = ~np.isnan(reps) & ~np.isnan(creps)
+    assert np.all(creps[ok] <= reps[ok] + 1e-9) and np.all(creps[ok] <= 100.0 + 1e-9)

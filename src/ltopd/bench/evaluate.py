@@ -62,15 +62,16 @@ def evaluate_settings(backbone: Backbone, records: Sequence[dict[str, Any]], ben
     if not records:
         raise ValueError(f"{benchmark}: no records to evaluate")
     start = time.perf_counter()
+    counts = [[0, 0] for _ in settings]
     per_setting = predict_settings(backbone, records, settings, floor, batch_size,
                                    max_new_tokens=SUITES[benchmark].generation_cap, seed=seed,
                                    progress=progress, desc=f"{benchmark} x{len(settings)}" if len(settings) > 1
-                                   else f"{benchmark} r={settings[0][0]:g}")
+                                   else f"{benchmark} r={settings[0][0]:g}", counts=counts)
     wall = time.perf_counter() - start
     fields = [row_fields(rec) for rec in records]  # once for every setting of the pass
     by_id = {r["id"]: r for r in records}
-    return [_scored(fields, by_id, benchmark, gens, wall / len(settings), settings=len(settings))
-            for gens in per_setting]
+    return [_scored(fields, by_id, benchmark, gens, wall / len(settings), settings=len(settings), tokens=tokens)
+            for gens, tokens in zip(per_setting, counts)]
 
 
 def row_fields(record: dict[str, Any]) -> dict[str, Any]:
@@ -79,9 +80,12 @@ def row_fields(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _scored(fields: Sequence[dict[str, Any]], by_id: dict[str, dict[str, Any]], benchmark: str,
-            generations: Sequence[str], wall: float, settings: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+            generations: Sequence[str], wall: float, settings: int,
+            tokens: Sequence[int]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     rows = [{**f, "prediction": clean(gen)} for f, gen in zip(fields, generations, strict=True)]
     check_predictions(by_id, rows)
     metrics = score(benchmark, rows)
     metrics.update(wall_s=round(wall, 3), questions_per_s=round(len(rows) / wall, 2), settings_per_pass=settings)
+    # the visual tokens the language model saw, and those the images had (the kept fraction)
+    metrics.update(kept_tokens=int(tokens[0]), visual_tokens=int(tokens[1]))
     return rows, metrics

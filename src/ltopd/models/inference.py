@@ -20,15 +20,19 @@ Setting = tuple[float, str | None]  # (keep ratio, selector); ratio 1 keeps ever
 @torch.no_grad()
 def predict_settings(backbone: Backbone, records: Sequence[Mapping[str, Any]], settings: Sequence[Setting],
                      floor: int, batch_size: int = 16, max_new_tokens: int = 32,
-                     seed: int = 0, progress: bool = False, desc: str = "predict") -> list[list[str]]:
+                     seed: int = 0, progress: bool = False, desc: str = "predict",
+                     counts: list[list[int]] | None = None) -> list[list[str]]:
     """Raw generated text per setting and record: greedy, images before text, the empty-think +
     open-answer prefix, stop at '</answer>' or after `max_new_tokens`; each setting's visual
-    tokens reduced to its ratio (per image, with `floor`) by its selector.
+    tokens reduced to its ratio (per image, with `floor`) by its selector. `counts` (one
+    ``[kept, total]`` per setting) accumulates the visual tokens each setting kept and had.
 
     Each batch is encoded and its images run through the vision tower once; every setting
     selects from and generates with those features, so n settings cost one vision pass, not 2n.
     The batches, the selectors' seeds and the numbers are those of one setting evaluated alone."""
     backbone.model.eval()
+    if counts is not None and len(counts) != len(settings):
+        raise ValueError(f"counts: one [kept, total] per setting ({len(settings)}), got {len(counts)}")
     out: list[list[str]] = [[] for _ in settings]
     reduced = [s for r, s in settings if r < 1.0]
     needs = frozenset().union(*(requirements(s) for s in reduced)) if reduced else frozenset()
@@ -38,8 +42,11 @@ def predict_settings(backbone: Backbone, records: Sequence[Mapping[str, Any]], s
             batch = backbone.encode(chunk)
             features = backbone.image_features(batch)
             inputs = backbone.selection_inputs(batch, features, needs, seed + start) if reduced else None
-            for texts, (ratio, selector) in zip(out, settings):
+            for i, (texts, (ratio, selector)) in enumerate(zip(out, settings)):
                 selection = backbone.full_selection(batch) if ratio >= 1.0 else choose(inputs, ratio, selector, floor)
+                if counts is not None:
+                    counts[i][0] += sum(int(k.numel()) for k in selection.kept)
+                    counts[i][1] += sum(selection.n_tokens)
                 ids = backbone.generate(batch, selection, features, do_sample=False, max_new_tokens=max_new_tokens)
                 texts += backbone.tokenizer.batch_decode(ids, skip_special_tokens=False)
                 bar.update(len(chunk))

@@ -129,6 +129,44 @@ def seed_comparisons(results: list[dict[str, Any]], backbone: str, benchmarks: S
     return lines
 
 
+def kept_fraction_note(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str]) -> str | None:
+    """The share of visual tokens the language model sees at the smallest budget: per benchmark
+    the visual tokens kept over the visual tokens of all its evaluated items (every reduced row
+    and seed at that budget), their mean over the benchmarks (as the paper's ~13% is) and the
+    share pooled over every item. None when the metrics do not count tokens (older runs)."""
+    reduced = [r for r in results if r["backbone"] == backbone and r["benchmark"] in benchmarks
+               and float(r["budget"]) < 1 and "kept_tokens" in r and METHODS[r["method"]].kind != "resize"]
+    if not reduced:
+        return None
+    lowest = min(float(r["budget"]) for r in reduced)
+    kept: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in reduced:
+        if float(r["budget"]) == lowest:
+            kept[r["benchmark"]][0] += int(r["kept_tokens"])
+            kept[r["benchmark"]][1] += int(r["visual_tokens"])
+    per = {b: 100.0 * k / n for b, (k, n) in kept.items() if n}
+    if not per:
+        return None
+    order = [b for b in benchmarks if b in per]
+    mean = sum(per.values()) / len(per)
+    pooled = 100.0 * sum(k for k, _ in kept.values()) / sum(n for _, n in kept.values())
+    return (f"kept fraction at {100 * lowest:g}%: {mean:.1f}% (visual tokens kept over visual tokens, all evaluated "
+            f"items of each benchmark, averaged over the benchmarks as the paper's ~13% is; pooled over every item "
+            f"{pooled:.1f}%; " + ", ".join(f"{display_name(b)} {per[b]:.1f}" for b in order) + ").")
+
+
+def paper_order_note(table: str) -> str | None:
+    """The paper's rows at its smallest reported budget, ordered by average retain (one run, no
+    interval): the order ours is read beside."""
+    rows = [r for r in paper_rows(table) if "avg_retain" in r and float(r["budget"]) < 1]
+    if not rows:
+        return None
+    lowest = min(float(r["budget"]) for r in rows)
+    at = sorted((r for r in rows if float(r["budget"]) == lowest), key=lambda r: -float(r["avg_retain"]))
+    return (f"the paper's order at {100 * lowest:g}% ({paper_backbone(table)}, average retain, one run): "
+            + "; ".join(f"{display_name(r['method'])} {float(r['avg_retain']):.1f}" for r in at) + ".")
+
+
 def reported_rows(benchmarks: Sequence[str], table: str = "table2") -> list[dict[str, Any]]:
     """The paper's rows of ``table`` in our row format (no spread: the paper reports one run). A
     row's own ``backbone`` (tables spanning several models) overrides the table's."""
@@ -252,6 +290,14 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
                 notes.append(f"LT-OPD - {display_name(pruned)} at {100 * lowest:g}%: {d.estimate:+.1f} retain points, "
                              f"{level_pct} CI {bootstrap.format_ci(d)} (SE {d.se:.2f}; same items and draws, "
                              f"seeds {common}, over {gated}).")
+                capped, _ = _retain_difference(runs, a, c, full_gated, gated, n_boot, boot_seed, level, cache,
+                                               cap=100.0)
+                notes.append(f"LT-OPD - {display_name(pruned)} at {100 * lowest:g}%, retain capped at 100%: "
+                             f"{capped.estimate:+.1f} {bootstrap.format_ci(capped)} (each benchmark's retain at "
+                             "most 100% before the average: above full tokens is task learning, not recovery).")
+        above = above_full_note(runs, lowest, full_gated, gated, n_boot, boot_seed, level, cache)
+        if above:
+            notes.append(above)
         order = order_note(runs, intervals, lowest, full_gated, gated, n_boot, boot_seed, level, cache)
         if order:
             notes.append(order)
@@ -275,15 +321,39 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
 def _retain_difference(runs: Mapping[tuple[str, float], Mapping[int, Mapping[str, list[dict]]]],
                        a: tuple[str, float], c: tuple[str, float], full: Mapping[int, Mapping[str, list[dict]]],
                        gated: Sequence[str], n_boot: int, boot_seed: int, level: float,
-                       cache: bootstrap.UnitCache | None = None) -> tuple[bootstrap.Interval | None, list[int]]:
+                       cache: bootstrap.UnitCache | None = None,
+                       cap: float | None = None) -> tuple[bootstrap.Interval | None, list[int]]:
     """Average retain of row ``a`` minus row ``c`` over the seeds both have, on the same items and
-    bootstrap draws, with its interval (None when they share no seed), and those seeds."""
+    bootstrap draws, with its interval (None when they share no seed), and those seeds. ``cap``:
+    each benchmark's retain capped there first (bootstrap.retain_replicates)."""
     common = sorted(set(runs[a]) & set(runs[c]))
     if not common:
         return None, common
     pair = bootstrap.retain_replicates({"a": {s: runs[a][s] for s in common}, "c": {s: runs[c][s] for s in common}},
-                                       full, gated, n_boot, boot_seed, cache)
+                                       full, gated, n_boot, boot_seed, cache, cap=cap)
     return bootstrap.interval(pair["a"][0] - pair["c"][0], pair["a"][1] - pair["c"][1], level), common
+
+
+def above_full_note(runs: Mapping[tuple[str, float], Mapping[int, Mapping[str, list[dict]]]],
+                    budget: float | None, full: Mapping[int, Mapping[str, list[dict]]], gated: Sequence[str],
+                    n_boot: int, boot_seed: int, level: float = 0.95,
+                    cache: bootstrap.UnitCache | None = None) -> str | None:
+    """The trained rows at ``budget`` that score above the full-token model on a benchmark beyond
+    their interval (the benchmark's retain interval, over the row's seeds, above 100%): a student
+    that beats its teacher there has learned the task, which is not recovering what pruning took."""
+    if budget is None:
+        return None
+    found = []
+    for (m, b) in sorted((k for k in runs if k[1] == budget and METHODS[k[0]].kind == "trained"),
+                         key=lambda k: _order(k[0])):
+        for bench in gated:
+            point, reps = bootstrap.retain_replicates({"m": runs[(m, b)]}, full, [bench], n_boot, boot_seed,
+                                                      cache)["m"]
+            ci = bootstrap.interval(point, reps, level)
+            if ci.lo > 100:
+                found.append(f"{display_name(m)} {display_name(bench)} {ci.estimate:.1f} {bootstrap.format_ci(ci)}")
+    return (f"above full tokens at {100 * budget:g}% (a benchmark's retain and its {100 * level:g}% interval above "
+            "100%: task learning, not recovery): " + ("; ".join(found) or "none") + ".")
 
 
 def order_note(runs: Mapping[tuple[str, float], Mapping[int, Mapping[str, list[dict]]]],
@@ -435,6 +505,12 @@ def build(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str
     if zero:
         notes.append(f"full-token score 0 on {zero}: left out of the average retain ratio (undefined).")
     notes += seed_comparisons(results, backbone, benchmarks, pruned)
+    kept_note = kept_fraction_note(results, backbone, benchmarks)
+    if kept_note:
+        notes.append(kept_note)
+    paper_order = paper_order_note(table)
+    if paper_order:
+        notes.append(paper_order)
     if predictions is None:
         return ours + reported_rows(benchmarks, table), notes
     ev = evidence(predictions, backbone, benchmarks, [(r["method"], r["budget"]) for r in ours], fit_records,

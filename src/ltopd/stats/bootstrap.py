@@ -264,14 +264,16 @@ def _as_runs(x: Mapping[str, Rows] | Runs) -> dict[int, Mapping[str, Rows]]:
 
 
 def retain_replicates(methods: Mapping[Hashable, Runs], full: Runs, benchmarks: Sequence[str] | None = None,
-                      n_boot: int = 2000, seed: int = 0,
-                      cache: UnitCache | None = None) -> dict[Hashable, tuple[float, np.ndarray]]:
+                      n_boot: int = 2000, seed: int = 0, cache: UnitCache | None = None,
+                      cap: float | None = None) -> dict[Hashable, tuple[float, np.ndarray]]:
     """For each method, (average retain ratio, its bootstrap replicates): per evaluation seed
     the mean over ``benchmarks`` (default: every benchmark of full's record sets) of
     100 * score / full-token score, then the mean over the seeds the method has. Every method
     and the full-token run are resampled on the same draws per (benchmark, seed) record set;
     record sets of different benchmarks and seeds are drawn independently. ``cache``: unit values
-    already computed by another comparison on the same rows (the numbers are the same)."""
+    already computed by another comparison on the same rows (the numbers are the same). ``cap``:
+    each benchmark's retain (point and replicates) capped there before the mean (100: a model
+    above full tokens on a benchmark counts as recovering all of it, not more)."""
     cache = cache or UnitCache()
     methods = {name: _as_runs(r) for name, r in methods.items()}
     full = _as_runs(full)
@@ -298,8 +300,11 @@ def retain_replicates(methods: Mapping[Hashable, Runs], full: Runs, benchmarks: 
             reps = replicates(d, values, n_boot, pool_rng(seed, b, s))
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(reps[0] > 0, 100.0 * reps[1:] / np.where(reps[0] > 0, reps[0], 1.0), np.nan)
+            point = 100.0 * points[1:] / float(points[0])
+            if cap is not None:
+                point, ratio = np.minimum(point, cap), np.minimum(ratio, cap)  # nan stays nan
             for j, m in enumerate(names):
-                per[m].setdefault(s, []).append((100.0 * float(points[j + 1]) / float(points[0]), ratio[j]))
+                per[m].setdefault(s, []).append((float(point[j]), ratio[j]))
     out = {}
     for m, by_seed in per.items():
         if not by_seed:
