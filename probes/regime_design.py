@@ -13,6 +13,8 @@ to the design's cap), per benchmark:
   touched, in % of the localised items) of CDPruner, and of the oracle cut to the budget;
 * with --generate: accuracy at full tokens, CDPruner 5% and the oracle 5% (today's twin never
   saw these canvases or object sizes: its accuracy is a lower bound of a warm-started twin's);
+* whether the design can pose each twin's instruction items (a release build draws thousands:
+  chunks of 64 that fail to draw, of --draw-chunks);
 * CPU-seconds per question of the pipeline's evaluation (`evaluate_settings`) at full tokens
   and at CDPruner 5%, and the full-token evaluation of the profile's Table 2 items projected
   from them (the default run's dominant cost), beside the current design's.
@@ -43,6 +45,7 @@ from ltopd.bench.evaluate import evaluate_settings  # noqa: E402
 from ltopd.bench.evidence import instructed  # noqa: E402
 from ltopd.bench.scoring import score  # noqa: E402
 from ltopd.bench.suites import SUITES, synthetic_records  # noqa: E402
+from ltopd.bench.suites.instruct import INSTRUCT_SEED_BASE  # noqa: E402
 from ltopd.data.world.canvas import base_world, benchmark_world, canvas_sides  # noqa: E402
 from ltopd.models.loading import load_backbone  # noqa: E402
 from ltopd.models.processor import ImageTextProcessor, build_image_processor  # noqa: E402
@@ -94,6 +97,7 @@ DESIGNS = {
     "current": Design("256 px everywhere, floor 1 (current)", None),
     "q4s15": Design("paper tokens x 1/4 (cap 256), floor 8, objects 1.5x", 0.25, 256, 1.5, 6),
     "q4s1": Design("paper tokens x 1/4 (cap 256), floor 8, objects 1x", 0.25, 256, 1.0, None),
+    "q4s15m8": Design("paper tokens x 1/4 (cap 256), floor 8, objects 1.5x, 8 per 256 px", 0.25, 256, 1.5, 8),
     "q4s2": Design("paper tokens x 1/4 (cap 256), floor 8, objects 2x", 0.25, 256, 2.0, 5),
     "q8s15": Design("paper tokens x 1/8 (cap 144), floor 4, objects 1.5x", 0.125, 144, 1.5, 6, min_side=192),
 }
@@ -119,6 +123,8 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=80, help="records per benchmark (POPE rounded to even)")
     ap.add_argument("--generate", action="store_true", help="also score full / CDPruner / oracle replies")
     ap.add_argument("--batch-size", type=int, default=40)
+    ap.add_argument("--draw-chunks", type=int, default=12,
+                    help="instruction chunks (64 items) drawn per twin to check the design can pose them")
     ap.add_argument("--out")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -178,10 +184,22 @@ def main() -> None:
                         f"| {frac:.1f} | {pct(c_cdp)} | {pct(c_or)} | {' | '.join(acc)} "
                         f"| {costs[0]:.3f} | {costs[1]:.3f} |")
             print(f"[{key}] {b}: {time.process_time() - t0:.0f} CPU-s so far", file=sys.stderr, flush=True)
+        # a release build draws thousands of each twin's instruction items: a design whose world
+        # cannot pose some of them stops the build hours in (the check that rejected 2x objects)
+        failed = []
+        for b in (*TABLE2, "muirbench", "mvbench"):
+            bad = 0
+            for chunk in range(args.draw_chunks):
+                try:
+                    synthetic_records(b, 64, INSTRUCT_SEED_BASE + chunk, world)
+                except RuntimeError:
+                    bad += 1
+            if bad:
+                failed.append(f"{b} {bad}/{args.draw_chunks}")
         mean_kept = sum(kept_fr) / len(kept_fr)
         pooled = 100.0 * pooled_k / pooled_n
         summary.append((key, d, mean_kept, pooled, sum(cov_c) / len(cov_c), sum(cov_o) / len(cov_o), proj,
-                        time.process_time() - t0))
+                        time.process_time() - t0, ", ".join(failed) or "none"))
         parts.append(f"## {d.label} (`{key}`)\n\nFloor {d.floor}; processor cap {d.side} x {d.side} px; world "
                      f"`{ {k: v for k, v in world.items() if k != 'canvas'} }`.\n\n"
                      "| benchmark | canvas px | tokens | kept at 5% | kept % | CDPruner each % | oracle each % "
@@ -190,12 +208,13 @@ def main() -> None:
                      + "\n".join(rows))
     ref = next((s[6] for s in summary if s[0] == "current"), None)
     table = ["| design | floor | kept % at 5%: mean of benchmarks | pooled over items | CDPruner each % "
-             "(mean, localised) | oracle each % | projected full-token evaluation (CPU-s) | x current | probe CPU-s |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for _key, d, mean_kept, pooled, cc, co, proj, spent in summary:
+             "(mean, localised) | oracle each % | projected full-token evaluation (CPU-s) | x current "
+             "| instruction chunks that cannot be drawn | probe CPU-s |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for _key, d, mean_kept, pooled, cc, co, proj, spent, failed in summary:
         ratio = f"{proj / ref:.2f}" if ref else "-"
         table.append(f"| {d.label} | {d.floor} | {mean_kept:.1f} | {pooled:.1f} | {cc:.0f} | {co:.0f} | {proj:.0f} "
-                     f"| {ratio} | {spent:.0f} |")
+                     f"| {ratio} | {failed} | {spent:.0f} |")
     parts.insert(1, "## Summary\n\n" + "\n".join(table))
     parts.append(f"Total: {time.process_time() - t_all:.0f} CPU-s.")
     text = "# Regime designs at 5%: kept fraction, coverage and cost (measured)\n\n" + "\n\n".join(parts) + "\n"
