@@ -232,8 +232,8 @@ def test_release_table_renders_the_manifest(smoke_cfg_module, tmp_path, tokenize
         releases.update_block("no markers", table)
 
 
-def test_readme_quotes_the_committed_releases():
-    """The README's release table is the one `ltopd release-report` renders from releases/."""
+def test_the_releases_page_quotes_the_committed_releases():
+    """docs/releases.md's release table is the one `ltopd release-report` renders from releases/."""
     from ltopd import config as config_mod
     from ltopd.grid import paths, released
     from ltopd.report import releases
@@ -242,9 +242,9 @@ def test_readme_quotes_the_committed_releases():
     root = ROOT / Path(paths(cfg)["release"]).parent
     found = releases.manifests(root)
     table = releases.render(found, Path(paths(cfg)["release"]).parent, [b for b in released(cfg) if b not in found])
-    readme = (ROOT / "README.md").read_text()
-    assert f"{releases.BEGIN}\n{table}{releases.END}" in readme, (
-        "README's releases block is stale: run `ltopd release-report --config config/default.yaml --readme README.md`")
+    page = (ROOT / "docs" / "releases.md").read_text()
+    assert page.endswith(table), (
+        "docs/releases.md is stale: run `ltopd release-report --config config/default.yaml`")
     for name in found:
         verify_weights(root / name)
 
