@@ -207,9 +207,8 @@ def test_profiler_counts_the_analytic_matmuls_of_a_full_attention_twin(tokenizer
 
 
 def test_measure_runs_the_protocol_on_a_twin_in_seconds(tokenizer, textvqa) -> None:
-    from ltopd.twins.architectures import twin_backbone
-
     from ltopd.models.addons import attached
+    from ltopd.twins.architectures import twin_backbone
 
     bb = twin_backbone("qwen35-tiny", tokenizer, seed=0)
     methods = [Method("full", 1.0, None), Method("ltopd", 0.05, "cdpruner"), Method("hiprune", 0.05, "hiprune"),

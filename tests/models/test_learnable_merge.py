@@ -35,7 +35,10 @@ def records():
     return [generate_task_item("color", i, 3, cfg) for i in range(3)]
 
 
-def _pair(tok, twin: str, cfg: LearnableMergeConfig = LearnableMergeConfig(hidden=16)):
+SMALL = LearnableMergeConfig(hidden=16)
+
+
+def _pair(tok, twin: str, cfg: LearnableMergeConfig = SMALL):
     """(plain twin, the same twin with the module attached)."""
     plain, merged = twin_backbone(twin, tok, seed=0), twin_backbone(twin, tok, seed=0)
     attach(merged.model, cfg)
