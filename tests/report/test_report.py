@@ -316,6 +316,29 @@ def test_gate_keeps_only_benchmarks_full_tokens_clearly_win() -> None:
     assert re.search(r"LT-OPD - CDPruner at 5%: \+22\.2 retain points, 95% CI \[[\d.]+, [\d.]+\]", text)
 
 
+def test_the_merge_rows_differences_on_the_same_items_and_draws_beside_the_reported(monkeypatch) -> None:
+    """Table 2's notes give LT-OPD + merge - LT-OPD and - CDPruner at the smallest budget (the same
+    bootstrap as LT-OPD - CDPruner's), each beside the reported figures' difference (84.5 vs
+    82.3 and 68.6)."""
+    monkeypatch.setitem(RIGHT, ("learnable_merge", 0.05), 8)
+    results, preds, fit = _evidence()
+    rows, notes = grid_tables.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=400,
+                                    pruned="cdpruner")
+    text = "\n".join(notes)
+    ours = {r["method"]: r for r in rows if r["source"] == "ours"}
+    merge, ltopd, cdp = (ours[m]["avg_retain_ci"].estimate for m in ("learnable_merge", "ltopd", "cdpruner"))
+    for other, value, reported in (("LT-OPD", ltopd, "84.5 - 82.3 = +2.2"), ("CDPruner", cdp, "84.5 - 68.6 = +15.9")):
+        (note,) = [n for n in notes if n.startswith(f"LT-OPD + merge - {other} at 5%:")]
+        m = re.match(rf"LT-OPD \+ merge - {other} at 5%: ([+-][\d.]+) retain points, 95% CI \[([\d.-]+), ([\d.-]+)\]",
+                     note)
+        assert m and float(m.group(1)) == pytest.approx(merge - value, abs=0.051), note
+        assert float(m.group(2)) <= float(m.group(1)) <= float(m.group(3))
+        assert "seeds [0, 1]" in note and note.endswith(f"; reported (Qwen3.5-4B): {reported}.")
+    assert re.search(r"LT-OPD - CDPruner at 5%: \+22\.2 retain points, .*; reported \(Qwen3\.5-4B\): "
+                     r"82\.3 - 68\.6 = \+13\.7\.", text)
+    assert [r["avg_retain"].mean for r in rows if r["source"] == "paper" and r["method"] == "learnable_merge"] == [84.5]
+
+
 @pytest.mark.parametrize("blind_gqa, passes", [("as full tokens", False), ("all wrong", True)])
 def test_the_blind_twin_is_the_gates_second_baseline(blind_gqa, passes) -> None:
     from ltopd.bench.scoring import score
