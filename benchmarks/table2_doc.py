@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HEADLINES = ("gate (", "LT-OPD - ", "order at ")  # the notes of table2.md quoted first
+HEADLINES = ("gate (", "LT-OPD - ", "LT-OPD + merge - ", "order at ")  # the notes of table2.md quoted first
 
 
 def section(markdown: str, heading: str) -> str:

@@ -113,6 +113,13 @@ def _broken(tmp_path, mutate) -> Path:
          ["training.distributed.strategy", "fsdp"]),
     (lambda c: c["pretrain"]["stages"][0].update(styles=["fancy"]),
      ["pretrain.stages.0.styles.0", "allowed values", "onethinker"]),
+    (lambda c: c["learnable_merge"].update(prior="uniform"),
+     ["learnable_merge.prior", "'uniform' is not allowed", "allowed values: ['similarity', 'equal']"]),
+    (lambda c: c["learnable_merge"].update(input="sum"),
+     ["learnable_merge.input", "'sum' is not allowed", "allowed values: ['difference', 'mean']"]),
+    (lambda c: c["learnable_merge"].update(hidden=0), ["learnable_merge.hidden", "out of range", ">= 1"]),
+    (lambda c: c["learnable_merge"].update(bound=0), ["learnable_merge.bound", "out of range", "> 0"]),
+    (lambda c: c["learnable_merge"].update(width=3), ["learnable_merge", "unknown key(s) ['width']", "hidden"]),
 ])
 def test_bad_profiles_name_file_key_and_allowed_values(tmp_path, mutate, expected):
     path = _broken(tmp_path, mutate)

@@ -154,6 +154,7 @@ METHODS: dict[str, Method] = _index(
     Method("kd_fixed_prefix", "Curriculum + fixed-prefix JSD (KD)", "trained"),
     Method("opd_no_curriculum", "On-policy JSD, no curriculum", "trained"),
     Method("ltopd", "LT-OPD", "trained"),
+    Method("learnable_merge", "LT-OPD + merge", "trained"),  # the authors' later variant (learnable merge)
     Method("ltopd_no_plateau", "LT-OPD, no final plateau", "trained"),
     Method("ltopd_forward_kl", "LT-OPD, forward KL", "trained"),
     Method("ltopd_reverse_kl", "LT-OPD, reverse KL", "trained"),

@@ -424,7 +424,8 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
         + [model_path(cfg, b) for b in evaluated_backbones(cfg) if b in tw or b in released(cfg)]
         + ([cfg["efficiency"]["analytic_config"]] if cfg.get("efficiency") else []),  # Figure 1 right
         "params": [{config_file: ["evaluation", "grid", "seeds", "reduction", "world"]
-                    + [k for k in ("training", "rl", "epic", "llava_mini", "studies", "efficiency") if k in cfg]}],
+                    + [k for k in ("training", "rl", "epic", "llava_mini", "learnable_merge", "studies", "efficiency")
+                       if k in cfg]}],
         "outs": [{str(root / "data" / "bench"): {"persist": True}},
                  {str(root / "models" / "students"): {"persist": True}},
                  {str(root / "metrics" / "train"): {"persist": True}},

@@ -207,17 +207,23 @@ def test_profiler_counts_the_analytic_matmuls_of_a_full_attention_twin(tokenizer
 
 
 def test_measure_runs_the_protocol_on_a_twin_in_seconds(tokenizer, textvqa) -> None:
+    from ltopd.models.addons import attached
     from ltopd.twins.architectures import twin_backbone
 
     bb = twin_backbone("qwen35-tiny", tokenizer, seed=0)
-    methods = [Method("full", 1.0, None), Method("ltopd", 0.05, "cdpruner"), Method("hiprune", 0.05, "hiprune")]
+    methods = [Method("full", 1.0, None), Method("ltopd", 0.05, "cdpruner"), Method("hiprune", 0.05, "hiprune"),
+               Method("learnable_merge", 0.05, "cdpruner", "learnable_merge")]
     results = measure(bb, textvqa, methods, Protocol(repeats=2, ref_tokens=8, min_answer_tokens=4, questions=2),
-                      floor=1, profile_flops=False)
-    full, ours, hip = results
-    assert [r.questions for r in results] == [2, 2, 2] and all(len(r.per_question_ms) == 2 for r in results)
+                      floor=1, profile_flops=False, sections={"learnable_merge": {"hidden": 8}})
+    full, ours, hip, merge = results
+    assert [r.questions for r in results] == [2, 2, 2, 2] and all(len(r.per_question_ms) == 2 for r in results)
     assert all(r.latency_ms > 0 for r in results)
     assert full.kept_tokens == full.visual_tokens > ours.kept_tokens == hip.kept_tokens
     assert full.kv_bytes > ours.kv_bytes and full.state_bytes == ours.state_bytes > 0
+    # the merge adds compute, no token: CDPruner's tokens and cache; its module is taken off after
+    assert (merge.kept_tokens, merge.prefill_tokens, merge.kv_bytes) == (ours.kept_tokens, ours.prefill_tokens,
+                                                                         ours.kv_bytes)
+    assert merge.as_dict()["module"] == "learnable_merge" and attached(bb.model) is None
     # Ratios in the table come from these numbers.
     m = {"backbone": "qwen35-tiny", "device": "cpu", "dtype": "float32",
          "results": [dict(r.as_dict(), analytic_flops=1.0e6 * r.prefill_tokens) for r in results]}
@@ -265,8 +271,10 @@ def test_table5_of_a_profile_training_with_divprune_reduces_ltopd_with_divprune(
 
     profile, cfg = local_profile(tmp_path, "default", selector="divprune")
     rd = reduction_defaults(cfg)
-    assert [(m.name, m.ratio, m.selector) for m in methods(cfg["efficiency"]["methods"], rd.budget, rd.selector)] \
-        == [("full", 1.0, "divprune"), ("ltopd", 0.05, "divprune"), ("hiprune", 0.05, "hiprune")]
+    assert [(m.name, m.ratio, m.selector, m.module) for m in methods(cfg["efficiency"]["methods"], rd.budget,
+                                                                     rd.selector)] \
+        == [("full", 1.0, "divprune", None), ("ltopd", 0.05, "divprune", None),
+            ("learnable_merge", 0.05, "divprune", "learnable_merge"), ("hiprune", 0.05, "hiprune", None)]
     out, md = tmp_path / "t5.csv", tmp_path / "t5.md"
     assert main(["table5", "build", "--config", str(profile), "--analytic-config", str(QWEN4B),
                  "--out", str(out), "--markdown", str(md)]) == 0

@@ -89,17 +89,25 @@ def test_prefill_is_one_forward_over_the_kept_tokens(twin_and_records) -> None:
 def test_measure_covers_the_smoke_rows_and_shares_costs(twin_and_records) -> None:
     """Smoke's Table 2 rows on the tiny twin: every row gets a measured cost; LT-OPD's is
     CDPruner's; the selector keeps fewer tokens (less KV) than full tokens; the resized image
-    holds about the keep count; LLaVA-Mini runs with its module attached."""
-    from ltopd.models.llava_mini import adapter_of
+    holds about the keep count; LLaVA-Mini and the learnable merge each run with their own module
+    attached (one at a time, taken off after): the same tokens and cache as CDPruner's, more compute."""
+    from ltopd.models.addons import attached
     from ltopd.twins.architectures import twin_backbone
 
     bb, records = twin_and_records
-    bb = twin_backbone("qwen35-tiny", bb.tokenizer, seed=0)  # a backbone of its own: LLaVA-Mini attaches to it
+    bb = twin_backbone("qwen35-tiny", bb.tokenizer, seed=0)  # a backbone of its own: the modules attach to it
     cfg = _profile("smoke")
     rows = table2_rows(cfg)
     points = {row: cost_point(*row, cfg["training"]["selector"]) for row in rows}
+    during: dict[CostPoint, str | None] = {}
+
+    def seen(point: CostPoint, done: int, total: int) -> None:
+        found = attached(bb.model)
+        during[point] = found[0] if found else None
+
     costs = measure(bb, records, list(points.values()), Protocol(min_answer_tokens=4, questions=2, warmup=0),
-                    floor=1, repeats=2, sections={"llava_mini": {"fusion_layers": 1, "heads": 4}})
+                    floor=1, repeats=2, sections={"llava_mini": {"fusion_layers": 1, "heads": 4},
+                                                  "learnable_merge": cfg["learnable_merge"]}, progress=seen)
     by_point = {c.point: c for c in costs}
     assert len(costs) == len(set(points.values())) and set(by_point) == set(points.values())
     assert all(c.questions == 2 and len(c.per_question_ms) == 2 and c.prefill_ms > 0 for c in costs)
@@ -108,7 +116,8 @@ def test_measure_covers_the_smoke_rows_and_shares_costs(twin_and_records) -> Non
     assert full.kept_tokens == full.visual_tokens > pruned.kept_tokens and full.kv_bytes > pruned.kv_bytes
     resized = by_point[points[("downsample", 0.05)]]
     assert resized.kept_tokens == resized.visual_tokens < full.visual_tokens
-    mini = by_point[points[("llava_mini", 0.05)]]
-    assert adapter_of(bb.model) is not None and mini.kept_tokens == pruned.kept_tokens
-    assert mini.kv_bytes == pruned.kv_bytes  # same tokens in the cache; the module adds compute, not cache
-
+    assert during == {p: p.module for p in points.values()} and attached(bb.model) is None
+    for module in ("llava_mini", "learnable_merge"):
+        own = by_point[points[(module, 0.05)]]
+        assert own.point.module == module and own.kept_tokens == pruned.kept_tokens
+        assert own.kv_bytes == pruned.kv_bytes  # same tokens in the cache; the module adds compute, not cache

@@ -128,7 +128,8 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
     ours = [(r["method"], r["budget"]) for r in rows if r["source"] == "ours"]
     # the ablation variants (Table 7's teachers) are left to their table
     assert ours == [("full", "1"), ("blind", "1"), ("cdpruner", "0.05"), ("downsample", "0.05"), ("llava_mini", "0.05"),
-                    ("ltopd", "0.05")]
+                    ("ltopd", "0.05"), ("learnable_merge", "0.05")]
+    assert any(r["source"] == "paper" and r["method"] == "learnable_merge" and r["avg_retain"] == "84.50" for r in rows)
     assert any(r["source"] == "paper" and r["method"] == "ltopd" and r["avg_retain"] == "82.30" for r in rows)
     full = next(r for r in rows if r["method"] == "full" and r["source"] == "ours")
     assert full["avg_retain"] in ("100.00", "")  # empty only if every full score is 0
@@ -146,11 +147,11 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
     from ltopd.grid import eval_groups, eval_jobs
 
     cfg = yaml.safe_load((repo / "config" / "smoke.yaml").read_text())
-    assert len(runs) == sum(1 for _ in eval_jobs(cfg)) == 38 and all(r.info.status == "FINISHED" for r in runs)
-    # 38 settings in 13 evaluation jobs: one per student, one per (backbone, seed) for the
-    # training-free rows (18 jobs when each method had its own)
+    assert len(runs) == sum(1 for _ in eval_jobs(cfg)) == 40 and all(r.info.status == "FINISHED" for r in runs)
+    # 40 settings in 14 evaluation jobs: one per student, one per (backbone, seed) for the
+    # training-free rows (20 jobs when each method had its own)
     jobs = list((out / "logs" / "evaluate").rglob("*.benchmark.tsv"))
-    assert len(jobs) == len(eval_groups(cfg)) == 13
+    assert len(jobs) == len(eval_groups(cfg)) == 14
     for bench in ("vstar", "pope"):
         job = out / "results" / "eval" / "qwen35-tiny" / "cdpruner" / "0.05" / bench / "seed0"
         metrics = json.loads((job / "metrics.json").read_text())
@@ -244,6 +245,119 @@ def test_ltopd_trains_and_its_student_is_evaluated(snake_run):
                                "and tags.`wildcard.backbone` = 'qwen35-tiny'")
     assert evals and {e.info.run_id: e.data.metrics["score"] for e in evals} == {
         m.run_id: m.value for m in student.metrics if m.key == "score"}
+
+
+def test_the_learnable_merge_trains_is_saved_with_its_module_evaluated_and_costed(snake_run):
+    """LT-OPD + merge: trained by LT-OPD's distillation with its module at the merger's lr, the
+    module saved beside the student's weights and named in its manifest, loaded by evaluation;
+    its Table 5 and Pareto rows measured with the module (CDPruner's tokens and cache)."""
+    import csv
+
+    from safetensors.torch import load_file
+
+    from ltopd.job_identity import sha256_file
+
+    repo, _ = snake_run
+    out = repo / "runs" / "smoke"
+    summary = json.loads((out / "metrics" / "train" / "qwen35-tiny" / "learnable_merge" / "seed0.json").read_text())
+    assert summary["updates"] == 2 and summary["last_lr_learnable_merge"] == summary["last_lr_merger"] > 0
+    student = out / "models" / "students" / "qwen35-tiny" / "learnable_merge" / "seed0"
+    manifest = json.loads((student / "learnable_merge.json").read_text())
+    assert manifest["weights"] == "learnable_merge.safetensors"
+    assert manifest["weights_sha256"] == sha256_file(student / manifest["weights"])
+    assert manifest["config"]["hidden"] == 16  # the profile's learnable_merge section
+    assert load_file(str(student / manifest["weights"]))["fc_out.weight"].abs().sum() > 0  # it trained
+    metrics = json.loads((out / "results/eval/qwen35-tiny/learnable_merge/0.05/vstar/seed0/metrics.json").read_text())
+    assert metrics["model"].endswith("students/qwen35-tiny/learnable_merge/seed0") and metrics["n"] == 8
+
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{out / 'mlruns.db'}")
+    exp = client.get_experiment_by_name("ltopd-smoke")
+    (run,) = client.search_runs([exp.experiment_id],
+                                "tags.rule = 'train' and tags.`wildcard.method` = 'learnable_merge'")
+    assert run.data.params["learnable_merge.hidden"] == "16"  # the module's section reaches the job
+    keep = sorted(client.get_metric_history(run.info.run_id, "keep_ratio"), key=lambda m: m.step)
+    assert [round(m.value, 4) for m in keep] == [0.25, 0.05]  # LT-OPD's curriculum
+
+    table5 = {(r["source"], r["method"]): r for r in csv.DictReader((out / "results" / "table5.csv").open())}
+    merge, ltopd = table5[("ours", "learnable_merge")], table5[("ours", "ltopd")]
+    assert merge["note"].endswith("selector cdpruner + learnable_merge module")
+    assert (merge["kept_tokens"], merge["kv_cache_mb"]) == (ltopd["kept_tokens"], ltopd["kv_cache_mb"])
+    costs = json.loads((out / "results" / "efficiency" / "prefill" / "qwen35-tiny.json").read_text())
+    rows = {(r["method"], r["budget"]): r for r in costs["rows"]}
+    assert rows[("learnable_merge", 0.05)]["computation"] == "cdpruner keeps 0.05 + learnable_merge module"
+    assert rows[("learnable_merge", 0.05)]["kv_bytes"] == rows[("cdpruner", 0.05)]["kv_bytes"]
+    pareto = {r["method"] for r in csv.DictReader((out / "results" / "figure_pareto.csv").open())}
+    assert {"learnable_merge", "cdpruner"} <= pareto
+
+
+def test_a_changed_merge_setting_reruns_its_student_only(snake_run, tmp_path):
+    """Another learnable_merge setting changes the params of its training job (and the module's
+    measured costs), nothing else: no other student retrains. Run by hand, it is another job: its
+    killed state is not resumed."""
+    import yaml
+
+    repo, _ = snake_run
+    profile = yaml.safe_load((repo / "config" / "smoke.yaml").read_text())
+    profile["learnable_merge"]["bound"] = 0.5
+    changed = repo / "merge-bound.yaml"
+    changed.write_text(yaml.safe_dump(profile))
+    try:
+        proc = _run(["snakemake", "--cores", "1", "--configfile", str(changed.name), "-n"], repo)
+    finally:
+        changed.unlink()
+    # each planned job's outputs and the reason it runs (Snakemake's dry-run listing; its
+    # --list-changes lists every output with recorded params, changed or not)
+    planned, output = {}, ""
+    for line in (proc.stdout + proc.stderr).splitlines():
+        key, _, value = line.strip().partition(": ")
+        if key == "output":
+            output = value
+        elif key.lower() == "reason" and output:
+            planned[output], output = value, ""
+    changed_params = {o for o, why in planned.items() if why.startswith("Params have changed")}
+    assert changed_params == {
+        "runs/smoke/models/students/qwen35-tiny/learnable_merge/seed0, "
+        "runs/smoke/metrics/train/qwen35-tiny/learnable_merge/seed0.json",
+        "runs/smoke/results/efficiency/qwen35-tiny.json",
+        "runs/smoke/results/efficiency/prefill/qwen35-tiny.json"}, proc.stdout
+    students = {o.split(",")[0] for o in planned if "/models/students/" in o}
+    assert students == {"runs/smoke/models/students/qwen35-tiny/learnable_merge/seed0"}  # no other student retrains
+
+    out = repo / "runs" / "smoke"
+    cmd = ["ltopd", "train", "--rule", "merge_test", "--backbone", "qwen35-tiny",
+           "--model", str(out / "models" / "qwen35-tiny"), "--data", str(out / "data" / "lt14k"),
+           "--method", "learnable_merge", "--budget", "0.05", "--seed", "0", "--checkpoints", str(tmp_path / "ckpt"),
+           "--out", str(tmp_path / "student"), "--metrics", str(tmp_path / "train.json")]
+    _run(cmd + ["--config", "config/smoke.yaml", "--stop-after", "1"], repo)
+    other = tmp_path / "bound.yaml"
+    other.write_text(yaml.safe_dump(profile))
+    proc = _run(cmd + ["--config", str(other)], repo)
+    assert "2 updates to budget 0.05, 2 run now" in proc.stdout
+    assert "not resuming" in proc.stderr and "settings method_params.bound" in proc.stderr
+
+
+def test_a_killed_merge_training_resumes_to_the_pipelines_weights(snake_run, tmp_path):
+    """The module's weights and the backbone's of a resumed `ltopd train` equal the pipeline's."""
+    import torch
+    from safetensors.torch import load_file
+
+    repo, _ = snake_run
+    out = repo / "runs" / "smoke"
+    cmd = ["ltopd", "train", "--config", "config/smoke.yaml", "--rule", "resume_test", "--backbone", "qwen35-tiny",
+           "--model", str(out / "models" / "qwen35-tiny"), "--data", str(out / "data" / "lt14k"),
+           "--method", "learnable_merge", "--budget", "0.05", "--seed", "0", "--checkpoints", str(tmp_path / "ckpt"),
+           "--out", str(tmp_path / "student"), "--metrics", str(tmp_path / "train.json")]
+    _run(cmd + ["--stop-after", "1"], repo)
+    assert "2 updates to budget 0.05, 1 run now" in _run(cmd, repo).stdout
+    pipeline = out / "models/students/qwen35-tiny/learnable_merge/seed0"
+    files = sorted(p.name for p in pipeline.glob("*.safetensors"))
+    assert "learnable_merge.safetensors" in files and files == sorted(p.name for p in (tmp_path / "student").glob(
+        "*.safetensors"))
+    for name in files:
+        a, b = load_file(str(tmp_path / "student" / name)), load_file(str(pipeline / name))
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), name
 
 
 def test_table7_compares_the_teachers_beside_the_papers(snake_run):

@@ -133,14 +133,34 @@ def _reported_text(table: str) -> str:
     return "\n".join([lines[i]] + [line for line in lines[i + 1:i + 3] if line.startswith("  ")])
 
 
+def _quoted_text(file: str) -> str:
+    """A row's ``quoted_in`` file of ../shared/paper/: for implementation-facts.md, its section on
+    the learnable merge (the authors' later release, which the paper does not report)."""
+    text = (REPORTED.parent / file).read_text()
+    return "## Learnable merge" + text.split("## Learnable merge", 1)[1].split("\n## ", 1)[0]
+
+
+def _numbers(text: str) -> set[float]:
+    return {float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.?\d*", text)}
+
+
 @pytest.mark.skipif(not REPORTED.is_file(), reason="needs ../shared/paper/reported-numbers.md beside the repo")
 @pytest.mark.parametrize("table", ["table2", "table7", "table12", "appendix_h"])
 def test_transcribed_paper_numbers_appear_in_reported_numbers(table) -> None:
-    quoted = {float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.?\d*", _reported_text(table))}
+    quoted = _numbers(_reported_text(table))
     for row in paper_rows(table):
+        where = row.get("quoted_in")
+        numbers = _numbers(_quoted_text(where)) if where else quoted
         for k, v in row.items():
-            if k not in ("method", "budget", "backbone"):
-                assert float(v) in quoted, f"{row['method']} {k}={v} not in reported-numbers.md {table}"
+            if k not in ("method", "budget", "backbone", "quoted_in"):
+                assert float(v) in numbers, f"{row['method']} {k}={v} not in {where or 'reported-numbers.md'} {table}"
+
+
+@pytest.mark.skipif(not REPORTED.is_file(), reason="needs ../shared/paper/ beside the repo")
+def test_the_learnable_merge_figure_is_the_authors_release_at_5_percent() -> None:
+    (row,) = [r for r in paper_rows("table2") if r["method"] == "learnable_merge"]
+    heading = _quoted_text(row["quoted_in"]).splitlines()[0]
+    assert row["budget"] == 0.05 and f"{row['avg_retain']}% at 5% on Qwen3.5-4B" in heading
 
 
 def test_ablation_table_keeps_full_and_its_methods() -> None:
@@ -294,6 +314,29 @@ def test_gate_keeps_only_benchmarks_full_tokens_clearly_win() -> None:
     text = "\n".join(notes)
     assert "passed: gqa +" in text and "failed: vstar +" in text and "gqa: 40 records of another seed" in text
     assert re.search(r"LT-OPD - CDPruner at 5%: \+22\.2 retain points, 95% CI \[[\d.]+, [\d.]+\]", text)
+
+
+def test_the_merge_rows_differences_on_the_same_items_and_draws_beside_the_reported(monkeypatch) -> None:
+    """Table 2's notes give LT-OPD + merge - LT-OPD and - CDPruner at the smallest budget (the same
+    bootstrap as LT-OPD - CDPruner's), each beside the reported figures' difference (84.5 vs
+    82.3 and 68.6)."""
+    monkeypatch.setitem(RIGHT, ("learnable_merge", 0.05), 8)
+    results, preds, fit = _evidence()
+    rows, notes = grid_tables.build(results, "bb", ["gqa", "vstar"], predictions=preds, fit_records=fit, n_boot=400,
+                                    pruned="cdpruner")
+    text = "\n".join(notes)
+    ours = {r["method"]: r for r in rows if r["source"] == "ours"}
+    merge, ltopd, cdp = (ours[m]["avg_retain_ci"].estimate for m in ("learnable_merge", "ltopd", "cdpruner"))
+    for other, value, reported in (("LT-OPD", ltopd, "84.5 - 82.3 = +2.2"), ("CDPruner", cdp, "84.5 - 68.6 = +15.9")):
+        (note,) = [n for n in notes if n.startswith(f"LT-OPD + merge - {other} at 5%:")]
+        m = re.match(rf"LT-OPD \+ merge - {other} at 5%: ([+-][\d.]+) retain points, 95% CI \[([\d.-]+), ([\d.-]+)\]",
+                     note)
+        assert m and float(m.group(1)) == pytest.approx(merge - value, abs=0.051), note
+        assert float(m.group(2)) <= float(m.group(1)) <= float(m.group(3))
+        assert "seeds [0, 1]" in note and note.endswith(f"; reported (Qwen3.5-4B): {reported}.")
+    assert re.search(r"LT-OPD - CDPruner at 5%: \+22\.2 retain points, .*; reported \(Qwen3\.5-4B\): "
+                     r"82\.3 - 68\.6 = \+13\.7\.", text)
+    assert [r["avg_retain"].mean for r in rows if r["source"] == "paper" and r["method"] == "learnable_merge"] == [84.5]
 
 
 @pytest.mark.parametrize("blind_gqa, passes", [("as full tokens", False), ("all wrong", True)])

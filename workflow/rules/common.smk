@@ -215,8 +215,9 @@ def study_inputs(wildcards):
 
 
 def train_spec(wildcards):
-    """A training job's spec: `training` and `reduction`, plus its family's own section (rl,
-    epic), so tuning GRPO's clip reruns the RL jobs only."""
+    """A training job's spec: `training` and `reduction`, plus its family's or its module's own
+    section (rl, epic, llava_mini, learnable_merge), so tuning GRPO's clip reruns the RL jobs only
+    and a changed learnable_merge setting retrains that student only."""
     from ltopd.train.methods import method_spec
 
     section = method_spec(wildcards.method).section
@@ -225,12 +226,15 @@ def train_spec(wildcards):
 
 def train_launcher(wildcards):
     """`ltopd`, or `accelerate launch` across the job's GPUs when training.distributed asks.
-    LLaVA-Mini runs data-parallel without sharding: its compressor works on the post-merger
-    features outside the wrapped forward, where FSDP's parameters are not gathered."""
+    A method whose student carries a module (LLaVA-Mini, the learnable merge) runs data-parallel
+    without sharding: its module works on the post-merger features outside the wrapped forward,
+    where FSDP's parameters are not gathered."""
+    from ltopd.train.methods import method_spec
+
     dist = config.get("training", {}).get("distributed") or {"strategy": "none", "num_processes": 1}
     if dist["strategy"] == "none" or dist["num_processes"] == 1:
         return "ltopd"
     if dist.get("launcher") == "torchrun":  # CPU processes (gloo); data parallel, no sharding
         return f"torchrun --nproc_per_node {dist['num_processes']} -m ltopd.cli"
-    fsdp = " --use_fsdp" if dist["strategy"] == "fsdp" and wildcards.method != "llava_mini" else ""
+    fsdp = " --use_fsdp" if dist["strategy"] == "fsdp" and not method_spec(wildcards.method).adds_module else ""
     return f"accelerate launch --num_processes {dist['num_processes']}{fsdp} -m ltopd.cli"

@@ -1,11 +1,14 @@
 # Efficiency (Table 5, Appendix E): the measured protocol on each backbone of `efficiency.backbones`
 # (default: the grid's), then results/table5.csv/.md with the paper's rows and the analytic
 # Qwen3.5-4B rows (config/models/qwen3_5_4b.json) beside ours.
+from ltopd.pipeline.efficiency_jobs import MODULE_SECTIONS as EFFICIENCY_MODULE_SECTIONS
 from ltopd.pipeline.efficiency_jobs import settings as efficiency_settings
 
 EFFICIENCY = efficiency_settings(config)
 EFFICIENCY_BACKBONES = grid.efficiency_backbones(config)
 REDUCTION = grid.reduction_defaults(config)  # the students' selector (LT-OPD's rows) and the target budget
+# The sections of the student modules a measured row attaches (ltopd.models.addons): their settings are its cost's.
+MODULE_SECTIONS = {k: config[k] for k in EFFICIENCY_MODULE_SECTIONS if k in config}
 
 
 rule efficiency:
@@ -19,7 +22,7 @@ rule efficiency:
         model=model_arg(base_model_path),
         weights=base_release_weights,
         spec=spec("reduction", efficiency={k: v for k, v in EFFICIENCY.items() if k != "backbones"},
-                  training={"selector": REDUCTION.selector}),
+                  training={"selector": REDUCTION.selector}, **MODULE_SECTIONS),
         budget=REDUCTION.budget,
         seed=config["seeds"][0],
         torch_threads=EFFICIENCY["torch_threads"],
@@ -77,8 +80,7 @@ if "figure_pareto" in grid.tables(config):
             weights=base_release_weights,
             spec=spec("grid", "seeds", "reduction",
                       efficiency={k: v for k, v in EFFICIENCY.items() if k not in ("backbones", "methods")},
-                      training={"selector": REDUCTION.selector},
-                      **({"llava_mini": config["llava_mini"]} if "llava_mini" in config else {})),
+                      training={"selector": REDUCTION.selector}, **MODULE_SECTIONS),
             seed=config["seeds"][0],
             torch_threads=EFFICIENCY["torch_threads"],
         wildcard_constraints:

@@ -23,7 +23,8 @@ import json
 import statistics
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,7 +33,7 @@ from torch import Tensor
 from transformers import LogitsProcessor, LogitsProcessorList
 
 from ltopd.models.backbone import Backbone, EncodedBatch
-from ltopd.models.hook import Selection, choose, reduced_forward, reduced_generate
+from ltopd.models.hook import Selection, choose
 from ltopd.selectors import requirements
 
 
@@ -58,14 +59,49 @@ class Protocol:
         return cls(**{k: v for k, v in cfg.items() if k in names})
 
 
+# Methods whose inference runs a student module of their own (ltopd.models.addons): measured with
+# that module attached to the base weights (the computation does not depend on the weights' values,
+# so no trained student is needed).
+MODULES = ("llava_mini", "learnable_merge")
+
+
 @dataclass(frozen=True)
 class Method:
     """A row of Table 5: a name, the kept fraction and the selector that keeps it (unused at ratio
-    1; ltopd.pipeline.efficiency_jobs.methods gives each row the profile's)."""
+    1; ltopd.pipeline.efficiency_jobs.methods gives each row the profile's), and the student module
+    its inference runs (of MODULES; None: the base architecture)."""
 
     name: str
     ratio: float
     selector: str | None
+    module: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.module is not None and self.module not in MODULES:
+            raise ValueError(f"inference module {self.module!r}; known: {list(MODULES)}")
+
+
+@contextmanager
+def module_attached(backbone: Backbone, module: str | None, sections: Mapping[str, Any] | None,
+                    seed: int = 0) -> Iterator[None]:
+    """``backbone`` with the student module ``module`` attached for the duration (from the
+    profile's ``sections``; a random init drawn from ``seed``), taken off after; None: as it is."""
+    if module is None:
+        yield
+        return
+    from ltopd.models.addons import addon, attached
+
+    if attached(backbone.model) is not None:
+        raise ValueError(f"measuring {module!r}: the backbone carries a student module already")
+    impl = addon(module)
+    section = dict((sections or {}).get(module) or {})
+    with torch.random.fork_rng():  # an init that draws leaves the global RNG alone
+        torch.manual_seed(seed)
+        impl.attach_section(backbone.model, section)
+    try:
+        yield
+    finally:
+        impl.remove(backbone.model)
 
 
 def _meta(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -150,7 +186,9 @@ def _select(backbone: Backbone, batch: EncodedBatch, features: Sequence[Tensor],
 
 
 def request(backbone: Backbone, prepared: Prepared, method: Method, floor: int, seed: int = 0) -> tuple[str, float]:
-    """One timed request: (decoded text, seconds) from CPU tensors to text."""
+    """One timed request: (decoded text, seconds) from CPU tensors to text. The reduced context
+    goes through the backbone's hook path (Backbone.generate), so a student module attached to
+    it (Method.module) runs as in evaluation."""
     model, ops = backbone.model, backbone.ops
     device = model.device
     synchronize(device)
@@ -161,10 +199,10 @@ def request(backbone: Backbone, prepared: Prepared, method: Method, floor: int, 
         features = ops.image_features(model, inputs)
         selection = _select(backbone, batch, features, method, floor, seed)
         n = len(prepared.reference)
-        ids = reduced_generate(ops, model, inputs, selection, features=features, do_sample=False,
-                               max_new_tokens=n, min_new_tokens=n,
-                               logits_processor=LogitsProcessorList([ReplayReference(prepared.reference)]),
-                               pad_token_id=backbone.tokenizer.pad_token_id)
+        ids = backbone.generate(batch, selection, features, do_sample=False, max_new_tokens=n, min_new_tokens=n,
+                                logits_processor=LogitsProcessorList([ReplayReference(prepared.reference)]),
+                                eos_token_id=model.generation_config.eos_token_id,
+                                pad_token_id=backbone.tokenizer.pad_token_id)
     text = backbone.tokenizer.decode(ids[0].cpu(), skip_special_tokens=False)
     synchronize(device)
     return text, time.perf_counter() - start
@@ -223,7 +261,7 @@ def prefill_stats(backbone: Backbone, prepared: Prepared, method: Method, floor:
         selection = _select(backbone, batch, features, method, floor, seed)
 
         def run() -> Any:
-            return reduced_forward(ops, model, inputs, selection, features=features, use_cache=True, logits_to_keep=1)
+            return backbone.forward(batch, selection, features=features, use_cache=True, logits_to_keep=1)
 
         out, pruned = run()
         flops = profiled_flops(run) if profile_flops else None
@@ -254,8 +292,8 @@ class MethodResult:
 
     def as_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("method", "extra")}
-        return {"method": self.method.name, "ratio": self.method.ratio, "selector": self.method.selector, **d,
-                **self.extra}
+        return {"method": self.method.name, "ratio": self.method.ratio, "selector": self.method.selector,
+                "module": self.method.module, **d, **self.extra}
 
 
 def _mean(xs: Sequence[float]) -> float:
@@ -264,34 +302,42 @@ def _mean(xs: Sequence[float]) -> float:
 
 def measure(backbone: Backbone, records: Sequence[Mapping[str, Any]], methods: Sequence[Method],
             protocol: Protocol = Protocol(), *, floor: int, seed: int = 0, profile_flops: bool = True,
-            progress: Any = None) -> list[MethodResult]:
-    """Run the protocol for every method on the qualifying questions of ``records``."""
+            progress: Any = None, sections: Mapping[str, Any] | None = None) -> list[MethodResult]:
+    """Run the protocol for every method on the qualifying questions of ``records``; a method with
+    a student module runs with it attached (from the profile's ``sections``), taken off after."""
     backbone.model.eval()
     questions = select_questions(records, backbone.tokenizer, protocol.min_answer_tokens, protocol.questions)
     prepared = [prepare(backbone, r, protocol.ref_tokens) for r in questions]
     results = []
     for method in methods:
-        for p in prepared[:1] * protocol.warmup:  # untimed: lazy init, allocator, kernel selection
-            request(backbone, p, method, floor, seed)
-        per_question, stats, sample = [], [], ""
-        for p in prepared:
-            times = []
-            for _ in range(protocol.repeats):
-                text, seconds = request(backbone, p, method, floor, seed)
-                times.append(seconds * 1e3)
-            sample = sample or text
-            per_question.append(_mean(times))
-            stats.append(prefill_stats(backbone, p, method, floor, seed, profile_flops))
-            if progress:
-                progress(method, len(per_question), len(prepared))
-        flops = [s.profiler_flops for s in stats]
-        results.append(MethodResult(
-            method=method, questions=len(prepared), latency_ms=_mean(per_question),
-            latency_sd_ms=statistics.stdev(per_question) if len(per_question) > 1 else 0.0,
-            per_question_ms=per_question, per_question_tokens=[s.prefill_tokens for s in stats],
-            text_tokens=_mean([s.text_tokens for s in stats]), visual_tokens=_mean([s.visual_tokens for s in stats]),
-            kept_tokens=_mean([s.kept_tokens for s in stats]), prefill_tokens=_mean([s.prefill_tokens for s in stats]),
-            kv_bytes=_mean([s.kv_bytes for s in stats]), state_bytes=_mean([s.state_bytes for s in stats]),
-            profiler_flops=_mean(flops) if all(f is not None for f in flops) else None,
-            sample_text=sample))
+        with module_attached(backbone, method.module, sections, seed):
+            results.append(_measure_method(backbone, prepared, method, protocol, floor, seed, profile_flops,
+                                           progress))
     return results
+
+
+def _measure_method(backbone: Backbone, prepared: Sequence[Prepared], method: Method, protocol: Protocol,
+                    floor: int, seed: int, profile_flops: bool, progress: Any) -> MethodResult:
+    for p in prepared[:1] * protocol.warmup:  # untimed: lazy init, allocator, kernel selection
+        request(backbone, p, method, floor, seed)
+    per_question, stats, sample = [], [], ""
+    for p in prepared:
+        times = []
+        for _ in range(protocol.repeats):
+            text, seconds = request(backbone, p, method, floor, seed)
+            times.append(seconds * 1e3)
+        sample = sample or text
+        per_question.append(_mean(times))
+        stats.append(prefill_stats(backbone, p, method, floor, seed, profile_flops))
+        if progress:
+            progress(method, len(per_question), len(prepared))
+    flops = [s.profiler_flops for s in stats]
+    return MethodResult(
+        method=method, questions=len(prepared), latency_ms=_mean(per_question),
+        latency_sd_ms=statistics.stdev(per_question) if len(per_question) > 1 else 0.0,
+        per_question_ms=per_question, per_question_tokens=[s.prefill_tokens for s in stats],
+        text_tokens=_mean([s.text_tokens for s in stats]), visual_tokens=_mean([s.visual_tokens for s in stats]),
+        kept_tokens=_mean([s.kept_tokens for s in stats]), prefill_tokens=_mean([s.prefill_tokens for s in stats]),
+        kv_bytes=_mean([s.kv_bytes for s in stats]), state_bytes=_mean([s.state_bytes for s in stats]),
+        profiler_flops=_mean(flops) if all(f is not None for f in flops) else None,
+        sample_text=sample)

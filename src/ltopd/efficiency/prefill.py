@@ -13,10 +13,10 @@ cost per token follows the KV cache, which is measured beside it.
   per question after ``warmup`` untimed ones; mean over repetitions, then over questions.
 * Rows that run the same computation share it: a trained student has its selector's token count
   at its budget and the base architecture, so its prefill costs what the selector's costs (the row
-  says whose cost it carries). A method whose inference runs a module of its own (LLaVA-Mini's
-  pre-fusion and compressor, :data:`MODULES`) is measured with that module attached to the base
-  weights: the computation does not depend on the weights' values, so no trained student is
-  needed.
+  says whose cost it carries). A method whose inference runs a student module of its own
+  (LLaVA-Mini's pre-fusion and compressor, the learnable merge: :data:`MODULES`) is measured with
+  that module attached to the base weights, one module at a time: the computation does not depend
+  on the weights' values, so no trained student is needed.
 """
 
 from __future__ import annotations
@@ -29,22 +29,19 @@ from typing import Any
 
 import torch
 
-from ltopd.efficiency.latency import Prepared, Protocol, cache_bytes, prepare, select_questions, synchronize
+from ltopd.efficiency.latency import (
+    MODULES,
+    Prepared,
+    Protocol,
+    cache_bytes,
+    module_attached,
+    prepare,
+    select_questions,
+    synchronize,
+)
 from ltopd.models.backbone import Backbone
 from ltopd.models.hook import Selection, choose
 from ltopd.selectors import requirements
-
-
-def _attach_llava_mini(backbone: Backbone, sections: Mapping[str, Any], seed: int) -> None:
-    from ltopd.models.llava_mini import LlavaMiniConfig, attach
-
-    with torch.random.fork_rng():  # the module's init leaves the global RNG alone
-        torch.manual_seed(seed)
-        attach(backbone.model, LlavaMiniConfig.from_section(sections.get("llava_mini")))
-
-
-# Methods whose inference runs a module of their own: name -> attach(backbone, profile sections, seed).
-MODULES: dict[str, Callable[[Backbone, Mapping[str, Any], int], None]] = {"llava_mini": _attach_llava_mini}
 
 
 @dataclass(frozen=True)
@@ -69,7 +66,7 @@ def cost_point(method: str, budget: float, train_selector: str | None) -> CostPo
 
     ratio, selector = eval_setting(method, budget, train_selector)
     return CostPoint(ratio, selector if ratio < 1 else None, METHODS[method].kind == "resize",
-                     method if method in MODULES else None)
+                     method if method in MODULES else None)  # a method named as the module it runs
 
 
 def _clock(device: torch.device) -> Callable[[], float]:
@@ -150,9 +147,9 @@ def measure(backbone: Backbone, records: Sequence[Mapping[str, Any]], points: Se
             protocol: Protocol, *, floor: int, repeats: int, seed: int = 0,
             sections: Mapping[str, Any] | None = None, progress: Any = None) -> list[PointCost]:
     """The prefill cost of each distinct point, in the order given, on Appendix E's questions of
-    ``records``. A point with a module is measured after the others with the module attached to
-    ``backbone`` (which keeps it: pass a backbone you own); ``sections``: the profile's sections
-    the modules read (``llava_mini``)."""
+    ``records``. The points with a module are measured after the others, each module's with it
+    attached to ``backbone`` and taken off after; ``sections``: the profile's sections the modules
+    read (``llava_mini``, ``learnable_merge``)."""
     from ltopd.models.downsample import downsampled
 
     backbone.model.eval()
@@ -168,16 +165,13 @@ def measure(backbone: Backbone, records: Sequence[Mapping[str, Any]], points: Se
         return encoded[key]
 
     unique = list(dict.fromkeys(points))
-    order = [p for p in unique if p.module is None] + [p for p in unique if p.module is not None]
-    attached: set[str] = set()
+    modules = list(dict.fromkeys(p.module for p in unique))  # None (the base architecture) first when it is there
+    modules.sort(key=lambda m: m is not None)
     results: dict[CostPoint, PointCost] = {}
-    for point in order:
-        if point.module is not None and point.module not in attached:
-            if attached:
-                raise ValueError(f"one inference module per measurement; got {sorted(attached | {point.module})}")
-            MODULES[point.module](backbone, sections or {}, seed)
-            attached.add(point.module)
-        results[point] = _measure_one(backbone, inputs(point), point, protocol, floor, seed, repeats)
-        if progress:
-            progress(point, len(results), len(order))
+    for module in modules:
+        with module_attached(backbone, module, sections, seed):
+            for point in (p for p in unique if p.module == module):
+                results[point] = _measure_one(backbone, inputs(point), point, protocol, floor, seed, repeats)
+                if progress:
+                    progress(point, len(results), len(unique))
     return [results[p] for p in unique]

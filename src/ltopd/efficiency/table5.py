@@ -128,7 +128,8 @@ def measured_rows(measurement: Mapping[str, Any]) -> list[dict[str, Any]]:
             "profiler_tflops": r["profiler_flops"] / TFLOP if r.get("profiler_flops") else None,
             "latency_ms": r["latency_ms"], "latency_sd_ms": r["latency_sd_ms"], "questions": r["questions"],
             "note": f"{measurement['device']} {measurement['dtype']}"
-                    + (f", selector {r['selector']}" if r["ratio"] < 1 else ""),
+                    + (f", selector {r['selector']}" if r["ratio"] < 1 else "")
+                    + (f" + {r['module']} module" if r.get("module") else ""),
         }
         if full is not None:
             row["kv_change_pct"] = 100 * (r["kv_bytes"] / full["kv_bytes"] - 1) if full["kv_bytes"] else None

@@ -204,11 +204,16 @@ class Backbone:
         features: Sequence[Tensor] | None = None,
     ) -> Selection:
         """Choose the kept visual tokens per image at keep `ratio` (ratio 1 keeps all); `features`
-        as in forward() (None: one vision pass here)."""
+        as in forward() (None: one vision pass here). With a student module that routes the
+        tokens it merges (the learnable merge), the selection carries their routes, so a rollout's
+        prefill fixes them for the training forwards that replay it."""
+        from ltopd.models import addons
+
         with torch.no_grad():
             features = self.image_features(batch) if features is None else [f.detach() for f in features]
         needs = requirements(selector) if isinstance(selector, str) else frozenset()
-        return choose(self.selection_inputs(batch, features, needs, seed), ratio, selector, floor)
+        selection = choose(self.selection_inputs(batch, features, needs, seed), ratio, selector, floor)
+        return addons.route_selection(self.model, selection, features)
 
     def full_selection(self, batch: EncodedBatch) -> Selection:
         """Every visual token kept; the counts come from the token grids (no vision pass)."""
@@ -223,7 +228,7 @@ class Backbone:
         pass shared by selection, generation and scoring); None runs the vision tower here."""
         selection = self.full_selection(batch) if selection is None else selection
         labels = batch.labels if with_labels else None
-        with self._visual(batch, features, with_responses=True) as extra:
+        with self._visual(batch, features, selection, with_responses=True) as extra:
             return reduced_forward(self.ops, self.model, batch.inputs, selection, labels, **extra, **kwargs)
 
     def generate(
@@ -236,28 +241,16 @@ class Backbone:
         selection = self.full_selection(batch) if selection is None else selection
         kwargs.setdefault("eos_token_id", self.stop_token_ids())
         kwargs.setdefault("pad_token_id", self.tokenizer.pad_token_id)
-        with self._visual(batch, features, with_responses=False) as extra:
+        with self._visual(batch, features, selection, with_responses=False) as extra:
             return reduced_generate(self.ops, self.model, batch.inputs, selection, **extra, **kwargs)
 
     @contextmanager
-    def _visual(self, batch: EncodedBatch, features: Sequence[Tensor] | None,
+    def _visual(self, batch: EncodedBatch, features: Sequence[Tensor] | None, selection: Selection,
                 with_responses: bool) -> Iterator[dict[str, Any]]:
         """The hook's visual arguments: the given features (none: the hook computes them); with a
-        LLaVA-Mini module (ltopd.models.llava_mini), also its compressor, and the prompt's
-        pre-fusion armed for this call."""
-        from ltopd.models.llava_mini import adapter_of
+        student module attached (ltopd.models.addons: LLaVA-Mini's, the learnable merge), what
+        that module adds for this call."""
+        from ltopd.models import addons
 
-        mini = adapter_of(self.model)
-        if mini is None:
-            yield {} if features is None else {"features": tuple(features)}
-            return
-        features = self.image_features(batch) if features is None else tuple(features)
-        rows = len(batch.query_ids)
-        empty = torch.zeros(0, mini.hidden, device=self.model.device)
-        row_visual = [torch.cat([f for f, r in zip(features, batch.image_rows) if r == b] or [empty])
-                      for b in range(rows)]
-        responses = batch.response_mask.sum(1).tolist() if with_responses else [0] * rows
-        skip = [self.ops.image_token_id(self.model), self.ops.pad_token_id(self.model)]
-        with mini.fusing(row_visual, responses, skip):
-            yield {"features": features, "compress": mini.compress}
-
+        with addons.visual(self, batch, features, selection, with_responses) as extra:
+            yield extra

@@ -37,10 +37,18 @@ def check_ratio(ratio: float) -> float:
 
 @dataclass(frozen=True)
 class Selection:
-    """Kept post-merger token indices per image (images in batch row order), sorted ascending."""
+    """Kept post-merger token indices per image (images in batch row order), sorted ascending.
+
+    ``groups`` and ``priors`` (optional, per image, both (N,)): the route of every token to a kept
+    token's group (its slot in ``kept``; a kept token is its own group's anchor) and its detached
+    prior weight in that group (0 for the anchors). A module that merges the discarded tokens into
+    the kept ones (ltopd.models.learnable_merge) computes them with the selection, at a rollout's
+    prefill, and every later forward replays them with it."""
 
     kept: tuple[Tensor, ...]
     n_tokens: tuple[int, ...]
+    groups: tuple[Tensor, ...] | None = None
+    priors: tuple[Tensor, ...] | None = None
 
     def __post_init__(self) -> None:
         if len(self.kept) != len(self.n_tokens):
@@ -49,6 +57,31 @@ class Selection:
             ok = idx.ndim == 1 and idx.numel() >= 1 and int(idx.min()) >= 0 and int(idx.max()) < n
             if not ok or (idx[1:] <= idx[:-1]).any():
                 raise ValueError(f"image {i}: kept indices must be sorted, unique and within [0, {n})")
+        if (self.groups is None) != (self.priors is None):
+            raise ValueError("a selection's routes need both groups and priors")
+        if self.groups is not None:
+            for name, per in (("groups", self.groups), ("priors", self.priors)):
+                if len(per) != len(self.kept) or any(t.shape != (n,) for t, n in zip(per, self.n_tokens)):
+                    raise ValueError(f"{name}: one (N,) tensor per image, N = {self.n_tokens}")
+
+    @property
+    def routed(self) -> bool:
+        """Whether the selection carries its tokens' routes (groups and priors)."""
+        return self.groups is not None
+
+    def part(self, images: slice) -> Selection:
+        """The selection of ``images`` (a slice of the batch's images), routes included."""
+        cut = None if self.groups is None else self.groups[images]
+        return Selection(self.kept[images], self.n_tokens[images], cut,
+                         None if self.priors is None else self.priors[images])
+
+    @classmethod
+    def concat(cls, selections: Sequence[Selection]) -> Selection:
+        """The selections of consecutive batches as one (routes kept where every part has them)."""
+        routed = bool(selections) and all(s.routed for s in selections)
+        return cls(tuple(k for s in selections for k in s.kept), tuple(n for s in selections for n in s.n_tokens),
+                   tuple(g for s in selections for g in s.groups) if routed else None,
+                   tuple(p for s in selections for p in s.priors) if routed else None)
 
     @classmethod
     def full(cls, n_tokens: Sequence[int]) -> Selection:
@@ -72,12 +105,19 @@ class Selection:
         return tuple(f[idx.to(f.device)] for f, idx in zip(features, self.kept))
 
     def to_lists(self) -> dict[str, list]:
-        """Plain-Python form for storing next to a rollout."""
-        return {"kept": [idx.tolist() for idx in self.kept], "n_tokens": list(self.n_tokens)}
+        """Plain-Python form for storing next to a rollout (routes included when it has them)."""
+        out: dict[str, list] = {"kept": [idx.tolist() for idx in self.kept], "n_tokens": list(self.n_tokens)}
+        if self.groups is not None and self.priors is not None:
+            out.update(groups=[g.tolist() for g in self.groups], priors=[p.tolist() for p in self.priors])
+        return out
 
     @classmethod
     def from_lists(cls, data: dict[str, list]) -> Selection:
-        return cls(tuple(torch.tensor(k, dtype=torch.long) for k in data["kept"]), tuple(data["n_tokens"]))
+        routes = {}
+        if "groups" in data:  # float32 priors survive the round trip through Python floats exactly
+            routes = {"groups": tuple(torch.tensor(g, dtype=torch.long) for g in data["groups"]),
+                      "priors": tuple(torch.tensor(p, dtype=torch.float32) for p in data["priors"])}
+        return cls(tuple(torch.tensor(k, dtype=torch.long) for k in data["kept"]), tuple(data["n_tokens"]), **routes)
 
 
 def choose(

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+NAME = "llava_mini"
 CONFIG_FILE, WEIGHTS_FILE = "llava_mini.json", "llava_mini.safetensors"
 
 
@@ -61,6 +62,7 @@ class LlavaMini(nn.Module):
                                        norm_first=True) for _ in range(cfg.fusion_layers))
         self.fusion_gate = nn.Parameter(torch.zeros(()))
         self._context: dict[str, Any] | None = None
+        self._hook: Any = None  # the embedding hook's handle (attach)
 
     # -- compression ----------------------------------------------------------------------------
     def compress(self, features: Sequence[Tensor], kept: Sequence[Tensor]) -> tuple[Tensor, ...]:
@@ -122,6 +124,9 @@ def adapter_of(model: Any) -> LlavaMini | None:
     return getattr(getattr(model, "module", model), "llava_mini", None)
 
 
+module_of = adapter_of  # the name every student module (ltopd.models.addons) answers to
+
+
 def attach(model: Any, cfg: LlavaMiniConfig, state: dict[str, Tensor] | None = None) -> LlavaMini:
     """Add a LLaVA-Mini module to ``model`` (as ``model.llava_mini``) and hook its embeddings."""
     if adapter_of(model) is not None:
@@ -131,8 +136,24 @@ def attach(model: Any, cfg: LlavaMiniConfig, state: dict[str, Tensor] | None = N
     if state is not None:
         mini.load_state_dict(state)
     model.add_module("llava_mini", mini)
-    model.get_input_embeddings().register_forward_hook(mini.embedding_hook)
+    mini._hook = model.get_input_embeddings().register_forward_hook(mini.embedding_hook)
     return mini
+
+
+def attach_section(model: Any, section: dict[str, Any] | None, seed: int = 0) -> LlavaMini:
+    """attach() with the profile's ``llava_mini`` section, its random init drawn from ``seed``
+    (the global RNG left alone)."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return attach(model, LlavaMiniConfig.from_section(section))
+
+
+def remove(model: Any) -> None:
+    """Take the module and its embedding hook off ``model``."""
+    mini = adapter_of(model)
+    if mini is not None:
+        mini._hook.remove()
+        del getattr(model, "module", model)._modules["llava_mini"]
 
 
 def save(model: Any, directory: Path) -> None:
@@ -165,3 +186,20 @@ def load_into(model: Any, directory: Path) -> LlavaMini | None:
 
     cfg = LlavaMiniConfig(**json.loads((directory / CONFIG_FILE).read_text()))
     return attach(model, cfg, load_file(str(directory / WEIGHTS_FILE)))
+
+
+@contextmanager
+def visual(backbone: Any, batch: Any, features: Sequence[Tensor] | None, selection: Any,
+           with_responses: bool) -> Iterator[dict[str, Any]]:
+    """The hook's visual arguments (the features, the compressor) with the prompt's pre-fusion
+    armed for this call."""
+    mini = adapter_of(backbone.model)
+    features = backbone.image_features(batch) if features is None else tuple(features)
+    rows = len(batch.query_ids)
+    empty = torch.zeros(0, mini.hidden, device=backbone.model.device)
+    row_visual = [torch.cat([f for f, r in zip(features, batch.image_rows) if r == b] or [empty])
+                  for b in range(rows)]
+    responses = batch.response_mask.sum(1).tolist() if with_responses else [0] * rows
+    skip = [backbone.ops.image_token_id(backbone.model), backbone.ops.pad_token_id(backbone.model)]
+    with mini.fusing(row_visual, responses, skip):
+        yield {"features": features, "compress": mini.compress}

@@ -8,7 +8,7 @@ from pathlib import Path
 from transformers import PreTrainedTokenizerFast
 
 from ltopd.atomic import atomic_dir
-from ltopd.models import fast_paths, llava_mini
+from ltopd.models import addons, fast_paths
 from ltopd.models.backbone import Backbone, family_ops
 from ltopd.models.processor import ImageTextProcessor
 
@@ -37,7 +37,7 @@ def load_backbone(path: str | Path) -> Backbone:
         )
     model = ops.model_class.from_pretrained(directory, config=config, local_files_only=True).eval()
     fast_paths.install(model)  # same weights: patch convolutions as a matmul, the DeltaNet CPU kernels
-    llava_mini.load_into(model, directory)  # a trained LLaVA-Mini student carries its module
+    addons.load_into(model, directory)  # a trained student with a module of its own carries it
     return Backbone(model=model, processor=ImageTextProcessor.from_pretrained(directory))
 
 
@@ -51,9 +51,8 @@ def load_tokenizer(path: str | Path) -> PreTrainedTokenizerFast:
 def save_backbone(backbone: Backbone, path: str | Path) -> Path:
     """Write model and processor into a temp dir beside `path`, then rename it into place."""
     with atomic_dir(path) as staging:
-        with llava_mini.detached(backbone.model) as mini:
+        with addons.detached(backbone.model):
             backbone.model.save_pretrained(staging)
-        if mini is not None:
-            llava_mini.save(backbone.model, staging)
+        addons.save(backbone.model, staging)  # a student module's weights and manifest beside the model's
         backbone.processor.save_pretrained(staging)
     return Path(path)

@@ -12,7 +12,7 @@ GROUPS = ("lm", "merger", "vision")
 # `merger`; LLaVA-OneVision: `vision_tower`, `multi_modal_projector` and the newline embedding).
 MERGER_PREFIXES = ("model.visual.merger.", "model.multi_modal_projector.", "model.image_newline")
 VISION_PREFIXES = ("model.visual.", "model.vision_tower.")
-ADDED_PREFIX = ("llava_mini.",)
+ADDED_PREFIX = ("llava_mini.", "learnable_merge.")  # ltopd.models.addons
 
 
 def parameter_groups(model: torch.nn.Module) -> dict[str, list[torch.nn.Parameter]]:
@@ -21,7 +21,7 @@ def parameter_groups(model: torch.nn.Module) -> dict[str, list[torch.nn.Paramete
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
-        if name.startswith(ADDED_PREFIX):  # a module added for a method (LLaVA-Mini): its own lr
+        if name.startswith(ADDED_PREFIX):  # a module added for a method: its own group
             groups.setdefault(name.split(".", 1)[0], []).append(param)
         elif name.startswith(MERGER_PREFIXES):
             groups["merger"].append(param)

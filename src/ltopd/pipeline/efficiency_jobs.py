@@ -10,6 +10,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+# The profile sections of the student modules a measured row attaches (ltopd.efficiency.latency.MODULES).
+MODULE_SECTIONS = ("llava_mini", "learnable_merge")
+
 # Used when a profile has no `efficiency` section (the schema's defaults should say the same); its
 # `methods` (Table 5's rows) the profile names.
 DEFAULTS: dict[str, Any] = {
@@ -35,14 +38,15 @@ def settings(spec: dict[str, Any]) -> dict[str, Any]:
 def methods(names: list[str], budget: float, train_selector: str | None) -> list[Any]:
     """Table rows: `full` keeps everything; a selector name keeps `budget` with that selector;
     `ltopd` (or any trained method) is the student's inference: its training selector (the
-    profile's, ltopd.grid.reduction_defaults) at `budget`."""
-    from ltopd.efficiency.latency import Method
+    profile's, ltopd.grid.reduction_defaults) at `budget`, with the student module it runs
+    (LLaVA-Mini's, the learnable merge: a method named as its module)."""
+    from ltopd.efficiency.latency import MODULES, Method
     from ltopd.grid import eval_setting
 
     out = []
     for name in names:
         ratio, selector = eval_setting(name, 1.0 if name == "full" else budget, train_selector)
-        out.append(Method(name, ratio, selector))
+        out.append(Method(name, ratio, selector, name if name in MODULES else None))
     return out
 
 
@@ -105,7 +109,7 @@ def _inputs(args: argparse.Namespace, sections: tuple[str, ...]):
     """(spec, MLflow settings) as for every ltopd job; a missing `efficiency` section means DEFAULTS."""
     from ltopd.pipeline.spec import job_inputs as _job_inputs
 
-    return _job_inputs(args, sections, optional=("efficiency", "training"))
+    return _job_inputs(args, sections, optional=("efficiency", "training", *MODULE_SECTIONS))
 
 
 def _student_selector(spec: dict[str, Any]) -> str:
@@ -163,7 +167,7 @@ def measure(args: argparse.Namespace) -> int:
         backbone, records, model_id = _load_measured(args, run, eff)
         device = _device(eff)
         results = run_protocol(backbone, records, rows, protocol, floor=floor, seed=args.seed,
-                               profile_flops=bool(eff["profile_flops"]))
+                               profile_flops=bool(eff["profile_flops"]), sections=spec)
         arch = TextArch.from_config(backbone.model.config, name=args.backbone)
         element = torch.tensor([], dtype=getattr(torch, eff["dtype"])).element_size()
         out = []
@@ -224,7 +228,7 @@ def prefill_costs(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(args.threads)
     spec, tracking = _job_inputs(args, ("grid", "seeds", "reduction"),
-                                 optional=("efficiency", "training", "llava_mini"))
+                                 optional=("efficiency", "training", *MODULE_SECTIONS))
     eff = settings(spec)
     protocol = Protocol.from_config(eff)
     defaults = reduction_defaults(spec)

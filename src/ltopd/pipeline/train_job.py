@@ -53,11 +53,11 @@ def train(args: argparse.Namespace) -> int:
     from ltopd.progress import bar as progress_bar
     from ltopd.tracking import job_run
     from ltopd.train import job
-    from ltopd.train.methods import SECTIONS, method_spec
+    from ltopd.train.methods import MODULES, SECTIONS, method_spec
 
     torch.set_num_threads(args.threads)
-    section = method_spec(args.method).section  # rl / epic: the family's own hyperparameters
-    spec, settings = _job_inputs(args, ("training", "reduction"), optional=tuple(SECTIONS.values()))
+    section = method_spec(args.method).section  # rl / epic / learnable_merge: the family's or module's own
+    spec, settings = _job_inputs(args, ("training", "reduction"), optional=(*SECTIONS.values(), *MODULES))
     key = {"backbone": args.backbone, "method": args.method, "seed": str(args.seed)}
     manifest = json.loads((Path(args.data) / "manifest.json").read_text())
     batches = manifest["num_batches"]

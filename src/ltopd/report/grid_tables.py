@@ -13,9 +13,11 @@ Given the evaluations' per-item predictions (:func:`build` with ``predictions``)
   :data:`GATE_SE` standard errors each (paired bootstrap SEs on the first seed's items,
   ltopd.stats.bootstrap); with no benchmark passing the average is n/a;
 * gives every average retain ratio a 95% bootstrap interval (items resampled per benchmark by
-  unit, jointly for the method and full tokens, each seed's record set on its own draws), and
-  LT-OPD minus the untrained student (the selector it trains with, the profile's
-  training.selector: CDPruner in the paper) at the smallest budget with its interval.
+  unit, jointly for the method and full tokens, each seed's record set on its own draws), and the
+  retain differences of :data:`DIFFERENCES` at the smallest budget with their intervals (LT-OPD
+  minus the untrained student, the selector it trains with, the profile's training.selector:
+  CDPruner in the paper; LT-OPD + merge minus LT-OPD and minus the untrained student), each with
+  the reported figures' difference beside it where both are reported.
 """
 
 from __future__ import annotations
@@ -39,6 +41,16 @@ from ltopd.stats.gates import GATE_SE, Gate, gate, question_only
 from ltopd.stats.loyalty import Loyalty, loyalty_of_rows, pooled
 
 QO_LABEL = "Question-only (out of sample)"
+
+# The untrained student's row in DIFFERENCES: the profile's training.selector (``pruned``).
+PRUNED = "<training.selector>"
+# Table 2's notes: (method, the row it is compared with) at the smallest budget, average retain
+# minus average retain on the same items and bootstrap draws, with its interval.
+DIFFERENCES: tuple[tuple[str, str], ...] = (
+    ("ltopd", PRUNED),
+    ("learnable_merge", "ltopd"),
+    ("learnable_merge", PRUNED),
+)
 
 def display_name(name: str) -> str:
     """A method's or benchmark's label in tables and figures (the name itself if it has none)."""
@@ -222,7 +234,7 @@ class Evidence:
 def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Sequence[str],
              rows: Sequence[tuple[str, float]], fit_records: Mapping[tuple[str, int], Sequence[dict]] | None = None,
              n_boot: int = 1000, boot_seed: int = 0, need: float = GATE_SE, level: float = 0.95, *,
-             pruned: str | None) -> Evidence:
+             pruned: str | None, table: str = "table2") -> Evidence:
     """Gates, the out-of-sample question-only baseline and the average-retain intervals of the
     (method, budget) ``rows`` from the per-item predictions ``preds`` (:func:`load_predictions`).
 
@@ -230,8 +242,9 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
     those items, its prior fitted on ``fit_records[(benchmark, seed)]`` where given, else
     cross-fitted. Gate: on the first such seed, full - QO >= ``need`` SE, and full - blind twin
     where the blind twin has predictions for that seed. Intervals: over the gated benchmarks, the seeds where a row
-    has predictions for each; LT-OPD - ``pruned`` (the untrained student: training.selector) at the
-    smallest budget when both rows have them."""
+    has predictions for each; the differences of :data:`DIFFERENCES` (``pruned``: the untrained
+    student, training.selector) at the smallest budget where both rows have them, beside the
+    difference of ``table``'s reported figures."""
     from ltopd.bench.scoring import score
 
     fit_records = fit_records or {}
@@ -283,18 +296,24 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
         reps = bootstrap.retain_replicates(runs, full_gated, gated, n_boot, boot_seed, cache)
         intervals = {k: bootstrap.interval(p, rep, level) for k, (p, rep) in reps.items()}
         lowest = min((k[1] for k in rows), default=None)
-        a, c = ("ltopd", lowest), (pruned, lowest)
-        if pruned is not None and a in runs and c in runs:
+        for method, other in DIFFERENCES:
+            other = pruned if other == PRUNED else other
+            a, c = (method, lowest), (other, lowest)
+            if other is None or a not in runs or c not in runs:
+                continue
             d, common = _retain_difference(runs, a, c, full_gated, gated, n_boot, boot_seed, level, cache)
             if d is not None:
-                notes.append(f"LT-OPD - {display_name(pruned)} at {100 * lowest:g}%: {d.estimate:+.1f} retain points, "
-                             f"{level_pct} CI {bootstrap.format_ci(d)} (SE {d.se:.2f}; same items and draws, "
-                             f"seeds {common}, over {gated}).")
-                capped, _ = _retain_difference(runs, a, c, full_gated, gated, n_boot, boot_seed, level, cache,
-                                               cap=100.0)
-                notes.append(f"LT-OPD - {display_name(pruned)} at {100 * lowest:g}%, retain capped at 100%: "
-                             f"{capped.estimate:+.1f} {bootstrap.format_ci(capped)} (each benchmark's retain at "
-                             "most 100% before the average: above full tokens is task learning, not recovery).")
+                reported = _reported_difference(table, method, other, lowest)
+                notes.append(f"{display_name(method)} - {display_name(other)} at {100 * lowest:g}%: {d.estimate:+.1f} "
+                             f"retain points, {level_pct} CI {bootstrap.format_ci(d)} (SE {d.se:.2f}; same items and "
+                             f"draws, seeds {common}, over {gated}){reported}.")
+                if other == pruned:  # a recovery claim: above full tokens on a benchmark is not recovery
+                    capped, _ = _retain_difference(runs, a, c, full_gated, gated, n_boot, boot_seed, level, cache,
+                                                   cap=100.0)
+                    notes.append(f"{display_name(method)} - {display_name(other)} at {100 * lowest:g}%, retain capped "
+                                 f"at 100%: {capped.estimate:+.1f} {bootstrap.format_ci(capped)} (each benchmark's "
+                                 "retain at most 100% before the average: above full tokens is task learning, not "
+                                 "recovery).")
         above = above_full_note(runs, lowest, full_gated, gated, n_boot, boot_seed, level, cache)
         if above:
             notes.append(above)
@@ -316,6 +335,17 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
                 "text": {b: g.verdict for b, g in gates.items()},
                 "avg_retain": None, "retain_over": gated}
     return Evidence(gates, gated, intervals, [qo_row, gate_row], notes)
+
+
+def _reported_difference(table: str, method: str, other: str, budget: float) -> str:
+    """"; reported (<backbone>): a - c = d" from ``table``'s reported average retain ratios of both
+    rows at ``budget`` (the paper's, or the authors' later release for LT-OPD + merge), or ""."""
+    reported = {r["method"]: float(r["avg_retain"]) for r in paper_rows(table)
+                if "avg_retain" in r and float(r["budget"]) == budget}
+    if method not in reported or other not in reported:
+        return ""
+    a, c = reported[method], reported[other]
+    return f"; reported ({paper_backbone(table)}): {a:.1f} - {c:.1f} = {a - c:+.1f}"
 
 
 def _retain_difference(runs: Mapping[tuple[str, float], Mapping[int, Mapping[str, list[dict]]]],
@@ -514,7 +544,7 @@ def build(results: list[dict[str, Any]], backbone: str, benchmarks: Sequence[str
     if predictions is None:
         return ours + reported_rows(benchmarks, table), notes
     ev = evidence(predictions, backbone, benchmarks, [(r["method"], r["budget"]) for r in ours], fit_records,
-                  n_boot, boot_seed, pruned=pruned)
+                  n_boot, boot_seed, pruned=pruned, table=table)
     kept = {(r["method"], r["budget"]) for r in ours}
     loyal = loyalties(predictions, backbone, benchmarks, sorted(kept))
     ours = [dict(r, gated=True, avg_retain_ci=ev.intervals.get((r["method"], r["budget"])),

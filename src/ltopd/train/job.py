@@ -55,6 +55,15 @@ def build(model_dir: str | Path, data_dir: str | Path, method: str, training: Ma
     return trainer, batches
 
 
+def job_settings(method: str, training: Mapping[str, Any], budget: float, floor: int, seed: int,
+                 method_params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The settings of a training job's identity (its resumable state's): the method, its
+    ``training`` section, budget, floor, seed and the method's own section (``rl``, ``epic``,
+    ``llava_mini``, ``learnable_merge``): a changed value of any of them is another job."""
+    return {"method": method, "training": training, "budget": budget, "floor": floor, "seed": seed,
+            "method_params": method_params or {}}
+
+
 def run(model_dir: str | Path, data_dir: str | Path, method: str, training: Mapping[str, Any], budget: float,
         floor: int, seed: int, ckpt_dir: str | Path, on_step: Callable[[StepLog], None] | None = None,
         stop_after: int | None = None, method_params: Mapping[str, Any] | None = None
@@ -66,8 +75,7 @@ def run(model_dir: str | Path, data_dir: str | Path, method: str, training: Mapp
     trainer, batches = build(model_dir, data_dir, method, training, budget, floor, seed, method_params)
     if ckpt_dir is not None:
         if trainer.accelerator.is_main_process:
-            settings = {"method": method, "training": training, "budget": budget, "floor": floor, "seed": seed,
-                        "method_params": method_params or {}}
+            settings = job_settings(method, training, budget, floor, seed, method_params)
             claim(ckpt_dir, identity(settings, {"model": model_dir, "lt14k": data_dir}, code=(__name__,)))
         trainer.accelerator.wait_for_everyone()  # every rank resumes from the folder as claimed
     logs = trainer.fit(batches, ckpt_dir, on_step=on_step, stop_after=stop_after)

@@ -7,6 +7,10 @@ rl:      policy gradient on the student's own rollouts with a correctness reward
          DAPO; Table 6). epic: EPIC's progressive consistency distillation (the same weights
          as teacher at a smaller reduction than the student, on the reference answers).
 llava_mini: LLaVA-Mini's pre-fusion and compression module trained with the student (CE).
+
+A method may add a module to its student (``module``, of MODULES: ltopd.models.addons), trained
+by its family's trainer beside the backbone: LT-OPD with the learnable merge is LT-OPD's
+distillation with the merge module at the merger's learning rate.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ FAMILIES = ("distill", "sft", "rl", "epic", "llava_mini")
 POLICY_LOSSES = ("grpo", "gspo", "dapo")
 # The profile section holding a family's own hyperparameters (beside `training`).
 SECTIONS = {"rl": "rl", "epic": "epic", "llava_mini": "llava_mini"}
+# Student modules a method of another family adds (ltopd.models.addons), each with its own profile
+# section of the same name; the module trains at the merger's learning rate.
+MODULES = ("learnable_merge",)
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,7 @@ class MethodSpec:
     plateau: bool = True
     teacher: str = "frozen"
     policy_loss: str | None = None  # rl family: grpo | gspo | dapo
+    module: str | None = None  # a student module of MODULES, attached and trained with the student
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -45,15 +53,24 @@ class MethodSpec:
                 self.policy_loss is not None and self.policy_loss not in POLICY_LOSSES):
             raise ValueError(f"{self.name}: the rl family (and only it) needs policy_loss in {POLICY_LOSSES}, "
                              f"got {self.policy_loss!r}")
+        if self.module is not None and (self.module not in MODULES or self.family in SECTIONS):
+            raise ValueError(f"{self.name}: module must be one of {MODULES} on a family without a section of its "
+                             f"own, got {self.module!r} on {self.family!r}")
 
     @property
     def section(self) -> str | None:
-        """The profile section with this method's own hyperparameters, if its family has one."""
-        return SECTIONS.get(self.family)
+        """The profile section with this method's own hyperparameters: its family's or its module's."""
+        return SECTIONS.get(self.family) or self.module
+
+    @property
+    def adds_module(self) -> bool:
+        """Whether the student carries a module of its own (LLaVA-Mini's, or ``module``)."""
+        return self.family == "llava_mini" or self.module is not None
 
 
 TRAINED: dict[str, MethodSpec] = {m.name: m for m in (
     MethodSpec("ltopd", "distill"),                                    # on-policy JSD + curriculum
+    MethodSpec("learnable_merge", "distill", module="learnable_merge"),  # LT-OPD + the learnable merge
     MethodSpec("opd_no_curriculum", "distill", curriculum=False),      # 5% from the first update
     MethodSpec("ltopd_no_plateau", "distill", plateau=False),          # Appendix H
     MethodSpec("ltopd_forward_kl", "distill", objective="forward_kl"),  # Table 12

@@ -55,12 +55,11 @@ def image_slices(records: Sequence[Mapping[str, Any]], rows: slice) -> slice:
 
 def rows_of(selection: Selection, records: Sequence[Mapping[str, Any]], rows: slice) -> Selection:
     """The part of ``selection`` that belongs to ``records[rows]``."""
-    part = image_slices(records, rows)
-    return Selection(selection.kept[part], selection.n_tokens[part])
+    return selection.part(image_slices(records, rows))
 
 
 def concat(selections: Sequence[Selection]) -> Selection:
-    return Selection(tuple(k for s in selections for k in s.kept), tuple(n for s in selections for n in s.n_tokens))
+    return Selection.concat(selections)
 
 
 def visual_token_ids(backbone: Backbone) -> list[int]:

@@ -72,6 +72,20 @@ class TrainConfig:
                    betas=(float(betas[0]), float(betas[1])), method_params=dict(method_params or {}), **t)
 
 
+def attach_module(student: Backbone, name: str, cfg: TrainConfig) -> TrainConfig:
+    """Attach the student module ``name`` from the method's section (``cfg.method_params``) unless
+    the student carries it already (a saved student); ``cfg`` with the module's learning rate, the
+    merger's. A distillation teacher copied before this call has no module."""
+    from dataclasses import replace
+
+    from ltopd.models.addons import addon
+
+    impl = addon(name)
+    if impl.module_of(student.model) is None:
+        impl.attach_section(student.model, dict(cfg.method_params))
+    return replace(cfg, lrs={**cfg.lrs, name: cfg.lrs["merger"]})
+
+
 @dataclass
 class StepLog:
     step: int
@@ -89,6 +103,8 @@ class Trainer:
     def __init__(self, student: Backbone, method: MethodSpec, cfg: TrainConfig, total_steps: int):
         from accelerate import Accelerator
 
+        if method.module is not None:  # a student module (ltopd.models.addons), trained beside the backbone
+            cfg = attach_module(student, method.module, cfg)
         self.student, self.method, self.cfg, self.total_steps = student, method, cfg, total_steps
         self.history: list[StepLog] = []  # every update's log, restored from a checkpoint on resume
         self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
@@ -105,6 +121,10 @@ class Trainer:
             student.model.to(self.accelerator.device)
             self.optimizer = self.accelerator.prepare(optimizer)
         self.params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        trained = {id(p) for p in self.params}
+        for p in student.model.parameters():  # a part the configuration freezes (lr 0) takes no gradient
+            if id(p) not in trained:
+                p.requires_grad_(False)
 
     def sync_gradients(self) -> None:
         """Average every parameter's gradient over the ranks (a no-op in one process); a rank
