@@ -175,8 +175,11 @@ def paper_order_note(table: str) -> str | None:
         return None
     lowest = min(float(r["budget"]) for r in rows)
     at = sorted((r for r in rows if float(r["budget"]) == lowest), key=lambda r: -float(r["avg_retain"]))
-    return (f"the paper's order at {100 * lowest:g}% ({paper_backbone(table)}, average retain, one run): "
-            + "; ".join(f"{display_name(r['method'])} {float(r['avg_retain']):.1f}" for r in at) + ".")
+    later = any("quoted_in" in r for r in at)
+    return (f"the paper's order at {100 * lowest:g}% ({paper_backbone(table)}, average retain, one run"
+            + ("; * the authors' later release, not the paper's table" if later else "") + "): "
+            + "; ".join(f"{display_name(r['method'])}{'*' if 'quoted_in' in r else ''} {float(r['avg_retain']):.1f}"
+                        for r in at) + ".")
 
 
 def reported_rows(benchmarks: Sequence[str], table: str = "table2") -> list[dict[str, Any]]:
