@@ -243,10 +243,28 @@ def study_methods(study: str, selector: str | None) -> list[str]:
     return [selector if m == STUDENT_SELECTOR else m for m in methods]
 
 
+# A student trained elsewhere (a profile's ``external_students`` entry) is a row of its own, named
+# "external-<entry>": it has no recipe here, and is evaluated as a trained student is, with the
+# selector, budget and floor its entry says it was trained for (ltopd.grid.external_students).
+EXTERNAL_PREFIX = "external-"
+
+
+def external_method(entry: str) -> str:
+    """The row (method) name of the profile's external student ``entry``."""
+    return EXTERNAL_PREFIX + entry
+
+
 def method(name: str) -> Method:
+    """A declared method, or an external student's row: a trained student's kind (one model of its
+    own, reduced with the selector it was trained with), labelled by its entry."""
+    if name.startswith(EXTERNAL_PREFIX) and len(name) > len(EXTERNAL_PREFIX):
+        return Method(name, f"{name.removeprefix(EXTERNAL_PREFIX)} (external)", "trained")
     if name not in METHODS:
         raise ValueError(f"unknown method {name!r}; allowed values: {list(METHODS)}")
     return METHODS[name]
+
+
+_method_entry = method  # for eval_setting, whose argument is named ``method``
 
 
 def benchmark(name: str) -> Benchmark:
@@ -268,9 +286,9 @@ def eval_setting(method: str, budget: float, train_selector: str | None = None) 
     with no selector (ltopd.models.downsample); a trained student is evaluated with the selector
     it was trained with (the profile's ``training.selector``: CDPruner in the paper), which its
     caller must pass."""
-    if method not in METHODS:
+    if method not in METHODS and not method.startswith(EXTERNAL_PREFIX):
         raise ValueError(f"unknown method {method!r}; known: {sorted(METHODS)}")
-    kind = METHODS[method].kind
+    kind = _method_entry(method).kind  # externals too
     if not 0 < budget <= 1:
         raise ValueError(f"budget must be in (0, 1], got {budget!r}")
     if kind == "reference":

@@ -30,6 +30,7 @@ def schema() -> dict[str, Any]:
     out = yaml.safe_load(text)
     out["properties"]["studies"]["properties"] = {s: {"$ref": "#/$defs/study"} for s in tables_of_kind("study")}
     out["$defs"]["evidence_benchmark"]["enum"] = evidence_benchmarks()
+    out["$defs"]["selector"]["enum"] = _selector_names()
     return out
 
 
@@ -123,6 +124,7 @@ def _cross_field_problems(cfg: dict[str, Any]) -> list[str]:
     if missing:
         out.append(f"grid.methods: {missing} have no trainer in this version; allowed values now: {runnable}")
     out += _study_problems(cfg)
+    out += _external_problems(cfg)
     from ltopd.catalog import TABLES
     from ltopd.grid import grid_jobs, studies
 
@@ -193,6 +195,13 @@ def _study_problems(cfg: dict[str, Any]) -> list[str]:
             elif b not in cfg["evaluation"]["benchmarks"]:
                 out.append(f"studies.{name}.benchmarks: {b!r} has no evaluation.benchmarks entry")
     return out
+
+
+def _external_problems(cfg: dict[str, Any]) -> list[str]:
+    """An external student is a Table 2 row: its backbone is Table 2's (the grid's first)."""
+    table2 = cfg["grid"]["backbones"][:1]
+    return [f"external_students.{name}.backbone: {e['backbone']!r} is not Table 2's backbone; allowed values: {table2}"
+            for name, e in (cfg.get("external_students") or {}).items() if e["backbone"] not in table2]
 
 
 def _selector_names() -> list[str]:

@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from ltopd import codegraph
-from ltopd.catalog import METHODS, TABLES, ablation_variants, eval_setting, study_methods  # noqa: F401  (eval_setting: re-exported)
+from ltopd.catalog import (  # noqa: F401  (eval_setting: re-exported)
+    EXTERNAL_PREFIX,
+    METHODS,
+    TABLES,
+    ablation_variants,
+    eval_setting,
+    external_method,
+    study_methods,
+)
+from ltopd.catalog import method as method_entry  # a declared method or an external student's row
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,36 @@ def eval_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
             if job not in seen:
                 seen.add(job)
                 yield job
+    yield from external_jobs(cfg)  # rows of their own: never one of the grid's
+
+
+def external_students(cfg: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The profile's students trained elsewhere (``external_students``): entry -> its folder
+    (``path``), ``backbone``, and the ``selector``, ``budget`` and ``floor`` it was trained for."""
+    return dict(cfg.get("external_students") or {})
+
+
+def external_entry(cfg: dict[str, Any], method_name: str | None) -> dict[str, Any] | None:
+    """The external_students entry whose row is ``method_name`` (catalog.external_method), else None."""
+    if not method_name or not method_name.startswith(EXTERNAL_PREFIX):
+        return None
+    return external_students(cfg).get(method_name.removeprefix(EXTERNAL_PREFIX))
+
+
+def external_jobs(cfg: dict[str, Any]) -> Iterator[EvalJob]:
+    """Each external student on every benchmark of the grid at every seed (each seed's records,
+    paired with that seed's full tokens), at the budget it was trained for: Table 2's rows."""
+    for name, entry in external_students(cfg).items():
+        for bench, seed in itertools.product(cfg["grid"]["benchmarks"], cfg["seeds"]):
+            yield EvalJob(entry["backbone"], external_method(name), float(entry["budget"]), bench, seed)
+
+
+def external_inputs(cfg: dict[str, Any], key: str = "eval_metrics") -> list[str]:
+    """The ``key`` path (metrics or predictions) of every external student's evaluation: Table 2
+    reads them beside :func:`table2_inputs` (their backbone is Table 2's, validated)."""
+    p = paths(cfg)[key]
+    return [p.format(backbone=j.backbone, method=j.method, budget=j.budget_tag, benchmark=j.benchmark, seed=j.seed)
+            for j in external_jobs(cfg)]
 
 
 @dataclass(frozen=True)
@@ -88,8 +127,9 @@ def eval_groups(cfg: dict[str, Any]) -> dict[tuple[str, str | None, int], list[E
 
 
 def group_student(method: str) -> str | None:
-    """The student an evaluation of `method` loads: the trained method itself, else None (the backbone)."""
-    return method if METHODS[method].kind == "trained" else None
+    """The student an evaluation of `method` loads: the trained method (or external student)
+    itself, else None (the backbone)."""
+    return method if method_entry(method).kind == "trained" else None
 
 
 def group_name(backbone: str, student: str | None, seed: int) -> str:
@@ -422,10 +462,11 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
         # output that is not there yet, treeverse/dvc#9021)
         + ([p["lt14k_metrics"]] if any(METHODS[m].kind == "trained" for m in cfg["grid"]["methods"]) else [])
         + [model_path(cfg, b) for b in evaluated_backbones(cfg) if b in tw or b in released(cfg)]
-        + ([cfg["efficiency"]["analytic_config"]] if cfg.get("efficiency") else []),  # Figure 1 right
+        + ([cfg["efficiency"]["analytic_config"]] if cfg.get("efficiency") else [])  # Figure 1 right
+        + [e["path"] for e in external_students(cfg).values()],  # DVC hashes their content
         "params": [{config_file: ["evaluation", "grid", "seeds", "reduction", "world"]
-                    + [k for k in ("training", "rl", "epic", "llava_mini", "learnable_merge", "studies", "efficiency")
-                       if k in cfg]}],
+                    + [k for k in ("training", "rl", "epic", "llava_mini", "learnable_merge", "studies", "efficiency",
+                                   "external_students") if k in cfg]}],
         "outs": [{str(root / "data" / "bench"): {"persist": True}},
                  {str(root / "models" / "students"): {"persist": True}},
                  {str(root / "metrics" / "train"): {"persist": True}},
@@ -447,7 +488,8 @@ def dvc_stages(cfg: dict[str, Any], config_file: str) -> dict[str, Any]:
             # the Pareto figure: Figure 1 right's retain (the table2 stage's output) on measured costs;
             # it depends on what the table2 stage depends on, not on that stage's output file, which
             # DVC cannot hash on a fresh clone's dry run (treeverse/dvc#9021)
-            + ([d for d in stages["table2"]["deps"] if d != config_file]
+            + ([d for d in stages["table2"]["deps"]
+                if d != config_file and d not in [e["path"] for e in external_students(cfg).values()]]
                + [model_path(cfg, pb) for pb in [pareto_backbone(cfg)]
                   if pb not in backbones and (pb in tw or pb in released(cfg))]
                if "figure_pareto" in measured else []),

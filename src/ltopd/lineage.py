@@ -93,9 +93,10 @@ def model_digest(path: str | Path) -> str:
 
 
 def register_model(run: Any, name: str, path: str | Path, kind: str, params: dict[str, str],
-                   source: bool = True) -> str:
+                   source: bool = True, digest: str | None = None) -> str:
     """A READY external logged model of the folder ``path`` in ``run``'s experiment, made by
-    ``run`` if ``source`` (else made outside this store); returns its id. The steps of
+    ``run`` if ``source`` (else made outside this store), its weights named by ``digest`` (default
+    :func:`model_digest`); returns its id. The steps of
     `mlflow.create_external_model` (tag it external, write the MLmodel file that says so, finalize),
     taken through this store's client: the fluent call writes to the process-wide tracking URI."""
     import tempfile
@@ -104,7 +105,7 @@ def register_model(run: Any, name: str, path: str | Path, kind: str, params: dic
     from mlflow.models.utils import get_external_mlflow_model_spec
     from mlflow.utils.mlflow_tags import MLFLOW_MODEL_IS_EXTERNAL
 
-    tags = {FOLDER_TAG: project_path(path), DIGEST_TAG: model_digest(path), KIND_TAG: kind,
+    tags = {FOLDER_TAG: project_path(path), DIGEST_TAG: digest or model_digest(path), KIND_TAG: kind,
             MLFLOW_MODEL_IS_EXTERNAL: "true"}
     model = run.write(lambda: run.client.create_logged_model(
         run.experiment_id, name=name, source_run_id=run.run_id if source else None, tags=tags, model_type=kind,
@@ -137,9 +138,10 @@ def store_key(uri: str) -> str:
 _FOUND: dict[tuple[str, str, str, str], str] = {}
 
 
-def find_model(run: Any, path: str | Path) -> str | None:
-    """The newest logged model of the folder ``path`` holding the weights it holds now, or None."""
-    folder, digest = project_path(path), model_digest(path)
+def find_model(run: Any, path: str | Path, digest: str | None = None) -> str | None:
+    """The newest logged model of the folder ``path`` holding the weights it holds now (``digest``,
+    default :func:`model_digest`), or None."""
+    folder, digest = project_path(path), digest or model_digest(path)
     found = run.write(lambda: run.client.search_logged_models(
         [run.experiment_id], filter_string=f"tags.{FOLDER_TAG} = '{folder}'",
         order_by=[{"field_name": "creation_time", "ascending": False}]))
@@ -181,16 +183,20 @@ def use_dataset(run: Any, name: str, path: str | Path, context: str,
     return ref
 
 
-def use_model(run: Any, path: str | Path) -> str:
+def use_model(run: Any, path: str | Path, digest: str | None = None,
+              described: tuple[str, str, dict[str, str]] | None = None) -> str:
     """Log the model folder ``path`` as a model input of ``run`` (registered first if this store
-    has no logged model of it); returns the model's id, for the metrics measured on it."""
+    has no logged model of it); returns the model's id, for the metrics measured on it. A folder
+    made outside the pipeline (an external student) gives its content hash as ``digest`` (file
+    names and sizes would not tell one changed byte) and its (name, kind, params) as ``described``."""
     from mlflow.entities import LoggedModelInput
 
-    key = (store_key(run.client.tracking_uri), run.experiment_id, project_path(path), model_digest(path))
-    model_id = _FOUND.get(key) or find_model(run, path)
+    digest = digest or model_digest(path)
+    key = (store_key(run.client.tracking_uri), run.experiment_id, project_path(path), digest)
+    model_id = _FOUND.get(key) or find_model(run, path, digest)
     if model_id is None:
-        name, kind, params = found_model(path)
-        model_id = register_model(run, name, path, kind, params, source=False)
+        name, kind, params = described or found_model(path)
+        model_id = register_model(run, name, path, kind, params, source=False, digest=digest)
     _FOUND[key] = model_id
     run.write(lambda: run.client.log_inputs(run.run_id, models=[LoggedModelInput(model_id)]))
     return model_id

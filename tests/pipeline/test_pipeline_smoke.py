@@ -639,3 +639,82 @@ def test_a_killed_snakemake_leaves_no_job_and_its_rerun_builds_the_same_tables(s
     runs = client.search_runs([exp.experiment_id], max_results=5000)
     assert not [r.info.run_name for r in runs if r.info.status == "RUNNING"]
     assert any(r.data.tags.get("kind") == "pipeline" and r.info.status == "KILLED" for r in runs)
+
+
+def _planned(proc) -> list[str]:
+    """The rules of the jobs a `snakemake -n` would run."""
+    import re
+
+    return sorted(re.findall(r"^(?:local)?rule (\w+):", proc.stdout + proc.stderr, re.M))
+
+
+def test_an_external_student_is_a_table2_row_equal_to_the_pipelines_own_evaluation(snake_run, tmp_path):
+    """Issue 56: a student folder written here (the pipeline's LT-OPD student, saved again) named
+    under external_students with the selector, budget and floor it was trained with becomes Table
+    2's row `external-tiny`, equal in every cell to the pipeline's own LT-OPD row (the same
+    weights, evaluated the same way); its evaluation logs the folder as an external logged model
+    with its content hash. One changed byte of its weights reruns its evaluation and the table
+    only; a folder of another family is refused with one line before any job."""
+    import csv
+
+    import yaml
+    from mlflow.tracking import MlflowClient
+
+    from ltopd.models.external import folder_sha256
+    from ltopd.models.loading import load_backbone, save_backbone
+
+    reference, _ = snake_run
+    repo = tmp_path / "external"
+    shutil.copytree(reference, repo, symlinks=True, ignore=shutil.ignore_patterns("import-traces"))
+    out = repo / "runs" / "smoke"
+    student = save_backbone(load_backbone(out / "models/students/qwen35-tiny/ltopd/seed0"), repo / "external/tiny")
+    profile = yaml.safe_load((repo / "config/smoke.yaml").read_text())
+    smoke = profile["training"]["selector"], min(profile["grid"]["budgets"]), profile["reduction"]["floor"]
+    profile["external_students"] = {"tiny": {"path": "external/tiny", "backbone": "qwen35-tiny", "selector": smoke[0],
+                                             "budget": smoke[1], "floor": smoke[2]}}
+    (repo / "config/smoke-external.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    cmd = ["snakemake", "--cores", "2", "runs/smoke/results/table2.csv", "--configfile", "config/smoke-external.yaml"]
+    assert _planned(_run([*cmd, "-n"], repo)) == ["evaluate_qwen35_tiny_external_tiny_s0", "table2"]
+    _run(cmd, repo)
+
+    rows = {r["method"]: r for r in csv.DictReader((out / "results/table2.csv").open()) if r["source"] == "ours"}
+    assert list(rows)[-1] == "external-tiny"
+    assert {k: v for k, v in rows["external-tiny"].items() if k != "method"} == \
+        {k: v for k, v in rows["ltopd"].items() if k != "method"}
+    assert rows["ltopd"]["vstar"] and rows["ltopd"]["loyalty"]  # the cells compared are filled
+    assert "| ours | tiny (external) | 5% |" in (out / "results/table2.md").read_text()
+    for bench in ("vstar", "pope"):
+        mine = out / f"results/eval/qwen35-tiny/external-tiny/0.05/{bench}/seed0"
+        ours = out / f"results/eval/qwen35-tiny/ltopd/0.05/{bench}/seed0"
+        assert (mine / "predictions.jsonl").read_bytes() == (ours / "predictions.jsonl").read_bytes()
+        metrics = json.loads((mine / "metrics.json").read_text())
+        assert metrics["weights_sha256"] == folder_sha256(student) and metrics["selector"] == smoke[0]
+
+    client = MlflowClient(f"sqlite:///{out / 'mlruns.db'}")
+    exp = client.get_experiment_by_name("ltopd-smoke")
+    evals = client.search_runs([exp.experiment_id], "tags.rule = 'evaluate' and tags.`wildcard.method` = "
+                               "'external-tiny'")
+    assert len(evals) == 2 and all(r.data.params["external.sha256"] == folder_sha256(student) for r in evals)
+    (used,) = {i.model_id for r in evals for i in client.get_run(r.info.run_id).inputs.model_inputs}
+    model = client.get_logged_model(used)
+    assert (model.name, model.tags["kind"], model.tags["folder"]) == ("tiny (external)", "external", "external/tiny")
+    assert model.tags["folder_digest"] == folder_sha256(student)
+    assert {m.run_id for m in model.metrics if m.key == "score"} == {r.info.run_id for r in evals}
+
+    # one changed byte of its weights: its evaluation and the table rerun, nothing else
+    weights = student / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    assert _planned(_run([*cmd, "-n"], repo)) == ["evaluate_qwen35_tiny_external_tiny_s0", "table2"]
+
+    # a folder of another family: one line, before any job
+    profile["external_students"]["tiny"]["path"] = "releases/glm46v-tiny"
+    (repo / "config/smoke-external.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run([*cmd, "-n"], cwd=repo, env=env, capture_output=True, text=True)
+    errors = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("error:")]
+    assert proc.returncode != 0 and errors == [
+        "error: config/smoke-external.yaml: external_students.tiny: releases/glm46v-tiny: wrong architecture: "
+        "model_type 'glm46v', architectures ['Glm46VForConditionalGeneration']; its backbone's family 'qwen35' "
+        "needs model_type 'qwen3_5' and Qwen3_5ForConditionalGeneration"], proc.stdout + proc.stderr

@@ -39,6 +39,20 @@ def check_releases():
 
 
 check_releases()
+
+
+def check_external_students():
+    """Before any job: stop on an external student whose folder does not match its backbone's
+    family (one line: wrong architecture, missing weights, a vocabulary or processor mismatch)."""
+    from ltopd.pipeline.external import external_student_problems
+
+    if problems := external_student_problems(config):
+        shown = Path(PROFILE).resolve()
+        shown = shown.relative_to(Path.cwd().resolve()) if shown.is_relative_to(Path.cwd().resolve()) else shown
+        sys.exit("\n".join(f"error: {shown}: {p}" for p in problems))  # one line per folder
+
+
+check_external_students()
 OUT = config["out_root"]
 MLFLOW = tracking.Settings.from_config(config)
 MLFLOW.export()  # jobs read MLflow settings from the environment, not from params
@@ -82,7 +96,21 @@ def eval_group_spec(backbone, student):
         extra["training"] = {"selector": grid.reduction_defaults(config).selector}
     if config["backbones"][backbone].get("evidence"):
         extra["evidence"] = config["backbones"][backbone]["evidence"]
+    external = grid.external_entry(config, student)
+    if external is not None:  # trained elsewhere: its own selector and floor, its folder's content
+        extra.update(training={"selector": external["selector"]}, reduction={"floor": external["floor"]},
+                     external={**external, "sha256": external_sha256(external["path"])})
+        return spec(evaluation={"batch_size": config["evaluation"]["batch_size"]}, **extra)
     return spec("reduction", evaluation={"batch_size": config["evaluation"]["batch_size"]}, **extra)
+
+
+@functools.cache
+def external_sha256(folder):
+    """An external student's content hash (a param of its evaluation: one changed byte reruns it),
+    file hashes kept beside the posing verdicts so that a parse reads only changed files."""
+    from ltopd.models.external import folder_sha256
+
+    return folder_sha256(folder, ltopd_config.posing_cache_file().with_name("file-sha256.json"))
 
 
 def eval_path(key, job):
@@ -109,6 +137,9 @@ EVAL_RESOURCES = {k: profile_setting(v)
 
 def eval_model(backbone, student, seed):
     """The weights an evaluation group loads: a trained method's student, else (None) the backbone."""
+    external = grid.external_entry(config, student)
+    if external is not None:
+        return external["path"]
     if student is not None:
         return PATHS["student"].format(backbone=backbone, method=student, seed=seed)
     return grid.model_path(config, backbone)

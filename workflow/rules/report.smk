@@ -11,14 +11,17 @@ TRAINING_SELECTOR = {"selector": grid.reduction_defaults(config).selector}
 # benchmarks are cross-fitted instead).
 rule table2:
     input:
-        results=grid.table2_inputs(config),
-        predictions=grid.table2_inputs(config, key="eval_predictions"),
+        # the grid's rows, then the external students' (a row each, evaluated as a trained student)
+        results=grid.table2_inputs(config) + grid.external_inputs(config),
+        predictions=grid.table2_inputs(config, key="eval_predictions")
+        + grid.external_inputs(config, key="eval_predictions"),
         fit=list(FIT_RECORDS.values()),
         code=job_code("table_jobs"),
     output:
         **grid.table_outputs(config, "table2"),  # the catalog's outputs: csv, md, json, figure
     params:
-        spec=spec("grid", "seeds", training=TRAINING_SELECTOR),
+        spec=spec("grid", "seeds", training=TRAINING_SELECTOR,
+                  external_students=sorted(grid.external_students(config))),
         fit=FIT_RECORDS_ARG,
     log:
         f"{PATHS['logs']}/table2.log",

@@ -49,11 +49,11 @@ def vision_pass(method: str, ratio: float) -> tuple[str, float]:
     """Which pass over a record set's images a setting reads: the blind row's (no image), a
     downsampling budget's own (its images resized), or the shared one (the processor's images,
     every selector choosing from the same features)."""
-    from ltopd.catalog import METHODS
+    from ltopd.catalog import method as method_entry  # a declared method or an external student's row
 
-    if not METHODS[method].images:
+    if not method_entry(method).images:
         return ("blind", 1.0)
-    if METHODS[method].kind == "resize":
+    if method_entry(method).kind == "resize":
         return ("resize", ratio)
     return ("shared", 1.0)
 
@@ -64,7 +64,7 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, seed
     from ltopd.bench.evaluate import evaluate_settings
     from ltopd.bench.evidence import instructed, text_only
     from ltopd.bench.store import load_saved
-    from ltopd.catalog import METHODS
+    from ltopd.catalog import method as method_entry
     from ltopd.grid import eval_setting, reduction_defaults
     from ltopd.models.downsample import downsampled, pixels_key
     from ltopd.models.loading import load_backbone
@@ -102,13 +102,27 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, seed
                 key = {"backbone": backbone_name, "method": t.method, "budget": t.budget, "benchmark": benchmark,
                        "seed": seed}
                 meta = {**key, "model": model, "ratio": ratio_i, "selector": selector if ratio_i < 1 else None,
-                        "images": METHODS[t.method].images, "downsampled": kind == "resize"}
+                        "images": method_entry(t.method).images, "downsampled": kind == "resize",
+                        **({"weights_sha256": spec["external"]["sha256"]} if spec.get("external") else {})}
                 written[i] = write_setting(Path(t.out_dir), rows, {**meta, **metrics}, settings, rule, key, spec,
                                            {"model": model, "records": records_dir})
                 print(f"{benchmark} | {backbone_name} {t.method} at {t.budget:g} (seed {seed}): "
                       f"score {metrics['score']:.2f}, {metrics['n']} questions, {metrics['n_unparsed']} unparsed",
                       flush=True)
     return [written[i] for i in range(len(targets))]
+
+
+def external_model(spec: dict[str, Any], method: str) -> dict[str, Any]:
+    """use_model's arguments for a student trained elsewhere (the spec's ``external`` entry): its
+    folder's content hash as the logged model's digest, its entry as the model's params; {} for
+    the pipeline's own models."""
+    from ltopd.catalog import method as method_entry
+    from ltopd.tracking import flatten
+
+    external = spec.get("external")
+    if not external:
+        return {}
+    return {"digest": external["sha256"], "described": (method_entry(method).label, "external", flatten(external))}
 
 
 def write_setting(out: Path, rows: list[dict[str, Any]], metrics: dict[str, Any], settings: Settings,
@@ -126,7 +140,8 @@ def write_setting(out: Path, rows: list[dict[str, Any]], metrics: dict[str, Any]
         # the score is the evaluated model's, on these records: its logged model's page lists it
         records = use_dataset(run, records_name(inputs["records"]), inputs["records"], "evaluation",
                               {"rows": len(rows)})
-        run.log_metrics({k: float(v) for k, v in numbers(metrics).items()}, model_id=use_model(run, inputs["model"]),
+        run.log_metrics({k: float(v) for k, v in numbers(metrics).items()},
+                        model_id=use_model(run, inputs["model"], **external_model(spec, key["method"])),
                         dataset=records)
         run.log_artifact(out / "predictions.jsonl")
     write_json(out / "metrics.json", metrics)

@@ -37,15 +37,17 @@ def table(args: argparse.Namespace) -> int:
     import math
 
     from ltopd.atomic import atomic_file, write_json
-    from ltopd.catalog import TABLES
+    from ltopd.catalog import TABLES, external_method
     from ltopd.grid import reduction_defaults, table2_methods
     from ltopd.lineage import records_name, use_dataset
     from ltopd.report import dvc_metrics, figures, grid_tables
     from ltopd.tracking import job_run
 
-    spec, settings = _job_inputs(args, ("grid", "seeds"), optional=("training",))
+    spec, settings = _job_inputs(args, ("grid", "seeds"), optional=("training", "external_students"))
     backbone, benchmarks = spec["grid"]["backbones"][0], spec["grid"]["benchmarks"]
     methods = TABLES[args.table].methods or table2_methods(spec)  # Table 2: the grid's, but ablation variants
+    if TABLES[args.table].kind == "grid":  # and a row per external student (spec: their entry names)
+        methods = [*methods, *(external_method(name) for name in spec.get("external_students") or [])]
     predictions = fit = None
     fit_paths: dict[tuple[str, int], str] = {}
     if args.predictions:  # Table 2's gates, out-of-sample question-only baseline and bootstrap intervals

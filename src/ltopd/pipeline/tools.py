@@ -36,7 +36,9 @@ def validate(args: argparse.Namespace) -> int:
     from ltopd.grid import eval_jobs
 
     cfg = config_mod.load(args.config)
-    problems = config_mod.path_problems(cfg)
+    from ltopd.pipeline.external import external_student_problems
+
+    problems = config_mod.path_problems(cfg) + external_student_problems(cfg)
     if problems:
         print(f"{args.config}: profile {cfg['profile']!r} names local data this machine lacks:\n  - "
               + "\n  - ".join(problems), file=sys.stderr)

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ltopd.catalog import BENCHMARKS, METHODS
+from ltopd.catalog import BENCHMARKS, EXTERNAL_PREFIX, METHODS
+from ltopd.catalog import method as method_entry
 from ltopd.jsonl import read_jsonl
 from ltopd.report.retain import Stat, retain_ratio
 from ltopd.reported import paper_backbone, paper_rows
@@ -53,8 +54,11 @@ DIFFERENCES: tuple[tuple[str, str], ...] = (
 )
 
 def display_name(name: str) -> str:
-    """A method's or benchmark's label in tables and figures (the name itself if it has none)."""
+    """A method's or benchmark's label in tables and figures (the name itself if it has none); an
+    external student's row: its entry's name, marked external."""
     entry = METHODS.get(name) or BENCHMARKS.get(name)
+    if entry is None and name.startswith(EXTERNAL_PREFIX):
+        entry = method_entry(name)
     return entry.label if entry else name
 
 
@@ -71,9 +75,9 @@ def load_results(files: Sequence[str | Path]) -> list[dict[str, Any]]:
     return out
 
 
-def _order(method: str) -> int:
-    """Row order within a budget: the catalog's (the paper's)."""
-    return list(METHODS).index(method)
+def _order(method: str) -> tuple[int, str]:
+    """Row order within a budget: the catalog's (the paper's), then the external students by name."""
+    return (list(METHODS).index(method), "") if method in METHODS else (len(METHODS), method)
 
 
 def _scores(results: list[dict[str, Any]], backbone: str,
