@@ -51,6 +51,7 @@ localrules:
 # One MLflow parent run per invocation, created before any job runs (SQLite hates racing creators).
 onstart:
     warn_stale_releases()
+    publish_costs()
     tracking.start_pipeline(MLFLOW, PROFILE)
 
 

@@ -52,6 +52,18 @@ def warn_stale_releases():
         print(line, file=sys.stderr)
 
 
+def publish_costs():
+    """The jobs this run will run with their expected units (ltopd.pipeline.job_costs), for the
+    `--logger ltopd` ETA (onstart: the DAG is known, no job has started)."""
+    from ltopd.pipeline import job_costs
+
+    try:
+        jobs = [(job.rule.name, dict(job.wildcards_dict)) for job in workflow.dag.needrun_jobs()]
+        job_costs.publish(config["profile"], job_costs.plan(config, jobs), workflow.resource_settings.cores)
+    except Exception as e:  # advisory: a failed estimate must not stop the run
+        print(f"ltopd: no cost estimate for the ETA ({type(e).__name__}: {e})", file=sys.stderr)
+
+
 check_releases()
 OUT = config["out_root"]
 MLFLOW = tracking.Settings.from_config(config)

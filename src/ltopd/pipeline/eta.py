@@ -1,8 +1,13 @@
 """Where a running pipeline stands: what each finished job was, and an ETA for the whole run.
 
-The ETA weighs the jobs still to run by the mean time of finished jobs of the same kind (every
-evaluate_* group is one kind) and divides by the parallelism observed so far (busy job-seconds
-per wall second), so a run of many cheap jobs and a few long trainings is not averaged flat.
+Each job still to run is expected to cost its kind's fixed start-up plus its units (settings x
+items for an evaluation, answered questions for a training: ltopd.pipeline.job_costs) times its
+kind's seconds per unit: this run's finished jobs of that kind where there are some, else the
+last run's records (or the priors) scaled by how fast this run's finished jobs went against
+them. The work left (a running job: its expected cost less the time it has run) is divided by the
+parallelism observed so far (busy job-seconds per wall second; the run's cores before the first
+job ends), and is never less than the longest job left. Without a cost plan every job is one unit
+of its kind, so the ETA weighs by the mean time of each kind.
 """
 from __future__ import annotations
 
@@ -10,10 +15,9 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ltopd.pipeline.job_costs import OTHER, PRIORS, JobCost, Prior, kind
 
-def kind(rule: str) -> str:
-    """The job kind a rule counts as: the evaluate_<backbone>[_<student>]_s<seed> groups are "evaluate"."""
-    return "evaluate" if rule.startswith("evaluate_") else rule
+__all__ = ["Eta", "describe_job", "describe_group", "duration", "kind"]
 
 
 def describe_job(rule: str, wildcards: Mapping[str, object], message: str | None = None,
@@ -61,9 +65,18 @@ def duration(seconds: float) -> str:
 
 
 class Eta:
-    def __init__(self) -> None:
+    def __init__(self, priors: Mapping[str, Prior] | None = None,
+                 records: Mapping[str, tuple[float, float]] | None = None) -> None:
+        """``priors``: per kind (fixed start-up, seconds per unit); ``records``: the last run's
+        (seconds beyond start-up, units) per kind, which replace a prior's rate."""
+        self.priors = dict(PRIORS if priors is None else priors)
+        self.base = {k: (s / u if u else 0.0) for k, (s, u) in (records or {}).items()}
         self.planned: dict[str, int] = {}
+        self.costs: dict[str, JobCost] = {}   # key -> cost, jobs not finished (started or not)
+        self.running: dict[str, float] = {}   # key -> start
+        self.cores: int | None = None
         self.times: dict[str, list[float]] = defaultdict(list)
+        self.done_units: dict[str, list[float]] = defaultdict(list)
         self.start: float | None = None
 
     def plan(self, rule_counts: Mapping[str, int], now: float) -> None:
@@ -73,10 +86,53 @@ class Eta:
             planned[kind(rule)] += int(n)
         self.planned, self.start = dict(planned), now
 
-    def finished(self, rule: str, seconds: float, now: float) -> None:
+    def plan_costs(self, costs: Sequence[JobCost], cores: int | None = None) -> None:
+        """Each job's kind and units (job_costs.plan), replacing the counts of plan()."""
+        self.costs = {c.key: c for c in costs}
+        self.cores = cores
+        planned: dict[str, int] = defaultdict(int)
+        for c in costs:
+            planned[c.kind] += 1
+        self.planned = dict(planned)
+
+    def started(self, key: str, now: float) -> None:
+        self.running[key] = now
+
+    def finished(self, rule: str, seconds: float, now: float, key: str | None = None) -> None:
         if self.start is None:
             self.start = now - seconds
-        self.times[kind(rule)].append(seconds)
+        cost = self.costs.pop(key, None) if key is not None else None
+        self.running.pop(key, None)
+        k = cost.kind if cost else kind(rule)
+        self.times[k].append(seconds)
+        self.done_units[k].append(cost.units if cost else 0.0)
+
+    def prior(self, k: str) -> Prior:
+        return self.priors.get(k, OTHER)
+
+    def _base_rate(self, k: str) -> float:
+        return self.base.get(k, self.prior(k).per_unit_s)
+
+    def speed(self) -> float:
+        """This run's finished jobs' time over what the base rates expected of them (1 with none)."""
+        seen = expected = 0.0
+        for k, ts in self.times.items():
+            p = self.prior(k)
+            seen += sum(ts)
+            expected += sum(p.fixed_s + u * self._base_rate(k) for u in self.done_units[k])
+        return seen / expected if expected > 0 and seen > 0 else 1.0
+
+    def expected_s(self, k: str, units: float) -> float:
+        """A job's expected seconds: its kind's rate from this run's finished jobs, else the base
+        rate scaled by this run's speed."""
+        p = self.prior(k)
+        ts, us = self.times.get(k, []), self.done_units.get(k, [])
+        if ts and sum(us) > 0:
+            rate = max(0.0, sum(ts) - p.fixed_s * len(ts)) / sum(us)
+            return p.fixed_s + units * rate
+        if ts:  # jobs of this kind without units: their mean time
+            return sum(ts) / len(ts)
+        return (p.fixed_s + units * self._base_rate(k)) * self.speed()
 
     @property
     def done(self) -> int:
@@ -89,16 +145,42 @@ class Eta:
     def elapsed(self, now: float) -> float:
         return 0.0 if self.start is None else now - self.start
 
-    def remaining_s(self, now: float) -> float | None:
-        """Wall seconds left, or None before the first job has finished."""
+    def _left(self, now: float) -> list[float]:
+        """Expected seconds left of each job not finished."""
+        if self.costs:
+            return [max(0.0, self.expected_s(c.kind, c.units) - (now - self.running[key] if key in self.running else 0))
+                    for key, c in self.costs.items()]
         busy = [t for ts in self.times.values() for t in ts]
-        if not busy:
-            return None
         overall = sum(busy) / len(busy)
-        work = 0.0
+        left = []
         for k, n in self.planned.items():
             ts = self.times.get(k, [])
-            left = max(0, n - len(ts))
-            work += left * (sum(ts) / len(ts) if ts else overall)
-        parallelism = max(1.0, sum(busy) / self.elapsed(now)) if self.elapsed(now) > 0 else 1.0
-        return work / parallelism
+            left += [sum(ts) / len(ts) if ts else overall] * max(0, n - len(ts))
+        return left
+
+    def remaining_s(self, now: float) -> float | None:
+        """Wall seconds left, or None before the first job has finished (and without a cost plan)."""
+        busy = [t for ts in self.times.values() for t in ts]
+        if not busy and not self.costs:
+            return None
+        left = self._left(now)
+        if not left:
+            return 0.0
+        if busy and self.elapsed(now) > 0:
+            parallelism = max(1.0, sum(busy) / self.elapsed(now))
+        else:
+            parallelism = float(self.cores or 1)
+        return max(sum(left) / min(parallelism, len(left)), max(left))
+
+    def expected_of(self, key: str) -> float | None:
+        c = self.costs.get(key)
+        return None if c is None else self.expected_s(c.kind, c.units)
+
+    def records(self) -> dict[str, tuple[float, float]]:
+        """This run's (seconds beyond start-up, units) per kind with units: the next run's base."""
+        out = {}
+        for k, ts in self.times.items():
+            units = sum(self.done_units[k])
+            if units > 0:
+                out[k] = (max(0.0, sum(ts) - self.prior(k).fixed_s * len(ts)), units)
+        return out

@@ -105,7 +105,9 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, seed
                         "images": METHODS[t.method].images, "downsampled": kind == "resize"}
                 written[i] = write_setting(Path(t.out_dir), rows, {**meta, **metrics}, settings, rule, key, spec,
                                            {"model": model, "records": records_dir})
-                print(f"{benchmark} | {backbone_name} {t.method} at {t.budget:g} (seed {seed}): "
+                # "[k/N settings]" first: the line the logger plugin shows while a long group runs
+                print(f"[{len(written)}/{len(targets)} settings] {benchmark} | {backbone_name} {t.method} at "
+                      f"{t.budget:g} (seed {seed}): "
                       f"score {metrics['score']:.2f}, {metrics['n']} questions, {metrics['n_unparsed']} unparsed",
                       flush=True)
     return [written[i] for i in range(len(targets))]
