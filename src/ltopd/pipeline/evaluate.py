@@ -125,11 +125,11 @@ def write_setting(out: Path, rows: list[dict[str, Any]], metrics: dict[str, Any]
     with atomic_file(out / "predictions.jsonl") as fh:
         fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     with job_run(settings, rule, {k: str(v) for k, v in key.items()}, spec, inputs=inputs) as run:
-        # the score is the evaluated model's, on these records: its logged model's page lists it
-        records = use_dataset(run, records_name(inputs["records"]), inputs["records"], "evaluation",
-                              {"rows": len(rows)})
-        run.log_metrics({k: float(v) for k, v in numbers(metrics).items()}, model_id=use_model(run, inputs["model"]),
-                        dataset=records)
+        # measured on these records (the run's dataset input); the score is also the evaluated model's,
+        # for its page, without the records: a model's datasets read as what it was trained on
+        use_dataset(run, records_name(inputs["records"]), inputs["records"], "evaluation", {"rows": len(rows)})
+        run.log_metrics({k: float(v) for k, v in numbers(metrics).items() if k != "score"})
+        run.log_metrics({"score": float(metrics["score"])}, model_id=use_model(run, inputs["model"]))
         run.log_artifact(out / "predictions.jsonl")
     write_json(out / "metrics.json", metrics)
     return metrics

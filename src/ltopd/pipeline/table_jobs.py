@@ -102,8 +102,10 @@ def _where(args: argparse.Namespace, settings: Any, experiment_id: str) -> dict[
         out["Figure"] = args.figure
     uri = settings.tracking_uri
     if uri.startswith("sqlite:"):
+        # MLflow 3.18's UI takes the experiment's view from the URL's workflowType (else the browser's
+        # last choice, GenAI at first) and ignores the experiment's mlflow.experimentKind tag
         out["MLflow"] = (f"mlflow ui --backend-store-uri {uri}, then "
-                         f"http://127.0.0.1:5000/#/experiments/{experiment_id}/runs")
+                         f"http://127.0.0.1:5000/#/experiments/{experiment_id}/runs?workflowType=machine_learning")
     # a plain Snakemake run leaves DVC's lock unwritten: `dvc status` would list every stage as new
     dvc = "dvc.yaml" if settings.profile == "default" else f"pipelines/{settings.profile}/dvc.yaml"
     out["DVC"] = f"`dvc commit -f {dvc}` records this run in its dvc.lock (then `dvc status {dvc}`: up to date)"
