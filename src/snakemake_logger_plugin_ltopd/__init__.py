@@ -118,7 +118,7 @@ class LogHandler(LogHandlerBase):
         with self.guard:
             self.profile = plan["profile"]
             records = job_costs.read_records(self.profile)
-            self.eta.base = {k: (s / u if u else 0.0) for k, (s, u) in records.items()}
+            self.eta.set_records(records)
             self.eta.plan_costs(plan["costs"], plan.get("cores"))
             left = self.eta.remaining_s(now)
         basis = "the last run's times" if records else "the default run's times on 2 cores"

@@ -32,7 +32,7 @@ COSTS = [JobCost("A", "evaluate", 1000), JobCost("B", "evaluate", 100), JobCost(
 
 
 def test_eta_weighs_each_job_by_its_units():
-    """Worked by hand: A 5 + 1000 x 0.01 = 15 s, B 5 + 1 = 6 s, T 5 + 200 x 0.1 = 25 s."""
+    """Worked by hand. Priors: A 5 + 1000 x 0.01 = 15 s, B 5 + 100 x 0.01 = 6 s, T 5 + 200 x 0.1 = 25 s."""
     eta = Eta(PRIORS)
     eta.plan({"evaluate_a": 1, "evaluate_b": 1, "train": 1}, now=0.0)
     eta.plan_costs(COSTS, cores=2)
@@ -40,28 +40,31 @@ def test_eta_weighs_each_job_by_its_units():
     # 46 s of work on 2 cores is 23 s, but T alone takes 25 s
     assert eta.remaining_s(0.0) == pytest.approx(25.0)
     eta.started("T", 0.0)
-    eta.finished("train", 50.0, now=50.0, key="T")  # twice its prior: this machine runs at half speed
-    assert eta.speed() == pytest.approx(2.0)
-    # A (15 x 2 = 30) + B (6 x 2 = 12) at the observed parallelism 50 / 50 = 1
-    assert eta.remaining_s(50.0) == pytest.approx(42.0)
+    eta.finished("train", 50.0, now=50.0, key="T")  # twice its prior
+    assert eta.factor("train") == pytest.approx(2.0)
+    # the evaluations, unseen: this run's pooled factor shrunk by 60 prior-seconds towards 1,
+    # (50 + 60) / (25 + 60); A + B = 21 s of priors at the observed parallelism 50 / 50 = 1
+    assert eta.speed() == pytest.approx(110 / 85)
+    assert eta.remaining_s(50.0) == pytest.approx(21 * 110 / 85)
     eta.started("B", 50.0)
     eta.finished("evaluate_b", 10.0, now=60.0, key="B")
-    # this run's evaluate rate: (10 - 5) / 100 = 0.05 s per unit, so A is 5 + 1000 x 0.05 = 55 s
-    assert eta.expected_of("A") == pytest.approx(55.0)
-    assert eta.remaining_s(60.0) == pytest.approx(55.0)
-    eta.started("A", 60.0)
-    assert eta.remaining_s(80.0) == pytest.approx(35.0)  # 20 s of its 55 run
-    assert eta.records() == {"train": (45.0, 200.0), "evaluate": (5.0, 100.0)}
-
-
-def test_the_last_runs_records_replace_the_prior_rate():
-    """Last run: evaluate 20 s beyond start-up for 1,000 units (0.02 s per unit): A = 5 + 20 = 25 s."""
-    eta = Eta(PRIORS, records={"evaluate": (20.0, 1000.0)})
-    eta.plan_costs(COSTS, cores=2)
+    # this run's evaluate factor: 10 s over B's 6 s prior, so A is 15 x 10 / 6 = 25 s
     assert eta.expected_of("A") == pytest.approx(25.0)
-    assert eta.expected_of("B") == pytest.approx(7.0)   # 5 + 100 x 0.02
-    assert eta.expected_of("T") == pytest.approx(25.0)  # no record: the prior
-    assert eta.remaining_s(0.0) == pytest.approx(28.5)  # (25 + 7 + 25) / 2
+    assert eta.remaining_s(60.0) == pytest.approx(25.0)
+    eta.started("A", 60.0)
+    assert eta.remaining_s(80.0) == pytest.approx(5.0)  # 20 s of its 25 run
+    assert eta.records() == {"train": (50.0, 25.0), "evaluate": (10.0, 6.0)}
+
+
+def test_the_last_runs_records_scale_the_priors():
+    """Last run: evaluations took twice their priors (20 s for 10), so A = 30 s and B = 12 s; the
+    training, without a record, takes the last run's pooled factor (2): T = 50 s."""
+    eta = Eta(PRIORS, records={"evaluate": (20.0, 10.0)})
+    eta.plan_costs(COSTS, cores=2)
+    assert eta.expected_of("A") == pytest.approx(30.0)
+    assert eta.expected_of("B") == pytest.approx(12.0)
+    assert eta.expected_of("T") == pytest.approx(50.0)
+    assert eta.remaining_s(0.0) == pytest.approx(50.0)  # (30 + 12 + 50) / 2 = 46, but T alone is 50
 
 
 def test_job_units_on_the_smoke_profile(tmp_path):

@@ -1,13 +1,14 @@
 """Where a running pipeline stands: what each finished job was, and an ETA for the whole run.
 
-Each job still to run is expected to cost its kind's fixed start-up plus its units (settings x
-items for an evaluation, answered questions for a training: ltopd.pipeline.job_costs) times its
-kind's seconds per unit: this run's finished jobs of that kind where there are some, else the
-last run's records (or the priors) scaled by how fast this run's finished jobs went against
-them. The work left (a running job: its expected cost less the time it has run) is divided by the
-parallelism observed so far (busy job-seconds per wall second; the run's cores before the first
-job ends), and is never less than the longest job left. Without a cost plan every job is one unit
-of its kind, so the ETA weighs by the mean time of each kind.
+Each job still to run is expected to cost its prior (its kind's fixed start-up plus its units,
+settings x items for an evaluation, answered questions for a training: ltopd.pipeline.job_costs)
+times its kind's factor: the time this run's finished jobs of that kind took over their priors,
+else the last run's factor for the kind, else this run's pooled factor over every finished job
+(shrunk towards the last run's, or 1, by SHRINK_S prior seconds: the first small jobs of a run say
+little about its long ones). The work left (a running job: its expected cost less the time it has
+run) is divided by the parallelism observed so far (busy job-seconds per wall second; the run's
+cores before the first job ends), and is never less than the longest job left. Without a cost plan
+every job is one unit of its kind, so the ETA weighs by the mean time of each kind.
 """
 from __future__ import annotations
 
@@ -64,20 +65,29 @@ def duration(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
+# Prior seconds that weigh the last run's pooled factor (or 1) against this run's first jobs.
+SHRINK_S = 60.0
+
+
 class Eta:
     def __init__(self, priors: Mapping[str, Prior] | None = None,
                  records: Mapping[str, tuple[float, float]] | None = None) -> None:
         """``priors``: per kind (fixed start-up, seconds per unit); ``records``: the last run's
-        (seconds beyond start-up, units) per kind, which replace a prior's rate."""
+        (seconds taken, seconds its priors expected) per kind (job_costs.read_records)."""
         self.priors = dict(PRIORS if priors is None else priors)
-        self.base = {k: (s / u if u else 0.0) for k, (s, u) in (records or {}).items()}
+        self.set_records(records or {})
         self.planned: dict[str, int] = {}
         self.costs: dict[str, JobCost] = {}   # key -> cost, jobs not finished (started or not)
         self.running: dict[str, float] = {}   # key -> start
         self.cores: int | None = None
         self.times: dict[str, list[float]] = defaultdict(list)
-        self.done_units: dict[str, list[float]] = defaultdict(list)
+        self.expected: dict[str, list[float]] = defaultdict(list)  # the finished jobs' priors
         self.start: float | None = None
+
+    def set_records(self, records: Mapping[str, tuple[float, float]]) -> None:
+        self.base = {k: s / e for k, (s, e) in records.items() if e > 0 and s > 0}
+        taken, expected = sum(s for s, _ in records.values()), sum(e for _, e in records.values())
+        self.base_speed = taken / expected if taken > 0 and expected > 0 else 1.0
 
     def plan(self, rule_counts: Mapping[str, int], now: float) -> None:
         """The run's jobs by rule (Snakemake's job stats); the clock starts here."""
@@ -105,34 +115,28 @@ class Eta:
         self.running.pop(key, None)
         k = cost.kind if cost else kind(rule)
         self.times[k].append(seconds)
-        self.done_units[k].append(cost.units if cost else 0.0)
+        self.expected[k].append(self.prior_s(k, cost.units) if cost else 0.0)
 
-    def prior(self, k: str) -> Prior:
-        return self.priors.get(k, OTHER)
-
-    def _base_rate(self, k: str) -> float:
-        return self.base.get(k, self.prior(k).per_unit_s)
+    def prior_s(self, k: str, units: float) -> float:
+        p = self.priors.get(k, OTHER)
+        return p.fixed_s + units * p.per_unit_s
 
     def speed(self) -> float:
-        """This run's finished jobs' time over what the base rates expected of them (1 with none)."""
-        seen = expected = 0.0
-        for k, ts in self.times.items():
-            p = self.prior(k)
-            seen += sum(ts)
-            expected += sum(p.fixed_s + u * self._base_rate(k) for u in self.done_units[k])
-        return seen / expected if expected > 0 and seen > 0 else 1.0
+        """This run's finished jobs' time over their priors, shrunk towards the last run's factor."""
+        seen = sum(t for k, ts in self.times.items() for t, e in zip(ts, self.expected[k]) if e > 0)
+        expected = sum(e for es in self.expected.values() for e in es)
+        return (seen + SHRINK_S * self.base_speed) / (expected + SHRINK_S)
+
+    def factor(self, k: str) -> float:
+        """How much longer than its prior a job of kind ``k`` takes in this run."""
+        es = self.expected.get(k, [])
+        if sum(es) > 0:
+            return sum(t for t, e in zip(self.times[k], es) if e > 0) / sum(es)
+        return self.base.get(k) or self.speed()
 
     def expected_s(self, k: str, units: float) -> float:
-        """A job's expected seconds: its kind's rate from this run's finished jobs, else the base
-        rate scaled by this run's speed."""
-        p = self.prior(k)
-        ts, us = self.times.get(k, []), self.done_units.get(k, [])
-        if ts and sum(us) > 0:
-            rate = max(0.0, sum(ts) - p.fixed_s * len(ts)) / sum(us)
-            return p.fixed_s + units * rate
-        if ts:  # jobs of this kind without units: their mean time
-            return sum(ts) / len(ts)
-        return (p.fixed_s + units * self._base_rate(k)) * self.speed()
+        """A job's expected seconds: its prior times its kind's factor."""
+        return self.prior_s(k, units) * self.factor(k)
 
     @property
     def done(self) -> int:
@@ -177,10 +181,10 @@ class Eta:
         return None if c is None else self.expected_s(c.kind, c.units)
 
     def records(self) -> dict[str, tuple[float, float]]:
-        """This run's (seconds beyond start-up, units) per kind with units: the next run's base."""
+        """This run's (seconds taken, seconds the priors expected) per kind: the next run's base."""
         out = {}
         for k, ts in self.times.items():
-            units = sum(self.done_units[k])
-            if units > 0:
-                out[k] = (max(0.0, sum(ts) - self.prior(k).fixed_s * len(ts)), units)
+            pairs = [(t, e) for t, e in zip(ts, self.expected[k]) if e > 0]
+            if pairs:
+                out[k] = (sum(t for t, _ in pairs), sum(e for _, e in pairs))
         return out

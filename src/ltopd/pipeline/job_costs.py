@@ -5,7 +5,7 @@ the questions of a student's. A job's cost is a fixed start-up (imports, loading
 times its kind's seconds per unit: an evaluation's units are its settings' questions (settings x
 items), a training's the questions it answers per update (rollouts each when on-policy) over its
 updates, a record set's its items. The priors are the default run's (docs/measured/pipeline-time.md,
-2 cores); a run's finished jobs and the last run's records calibrate them (eta.Eta).
+2 cores); a run's finished jobs and the last run's records scale them, kind by kind (eta.Eta).
 """
 from __future__ import annotations
 
@@ -135,7 +135,8 @@ def publish(profile: str, costs: list[JobCost], cores: int | None) -> None:
 
 
 def read_records(profile: str, path: Path = RECORDS) -> dict[str, tuple[float, float]]:
-    """The last run's seconds and units per kind for ``profile`` ({} when there are none)."""
+    """The last run's seconds taken and seconds its priors expected, per kind, for ``profile`` ({}
+    when there are none)."""
     try:
         data = json.loads(Path(path).read_text())
         return {k: (float(v[0]), float(v[1])) for k, v in data.get(profile, {}).items()}
@@ -144,7 +145,7 @@ def read_records(profile: str, path: Path = RECORDS) -> dict[str, tuple[float, f
 
 
 def write_records(profile: str, records: Mapping[str, tuple[float, float]], path: Path = RECORDS) -> None:
-    """This run's (seconds beyond the fixed start-up, units) per kind for ``profile``, kept beside
+    """This run's (seconds taken, seconds the priors expected) per kind for ``profile``, kept beside
     the other profiles' (atomic: a killed run leaves the last good file)."""
     try:
         data = json.loads(Path(path).read_text())
