@@ -5,25 +5,27 @@ import sys
 from snakemake.utils import min_version
 
 from ltopd import config as ltopd_config
+from ltopd.layers import load_layers
 from ltopd.pipeline.scheduler_timers import cancel_scheduler_timers
 
 min_version("9.0")
 
-# `--configfile config/<profile>.yaml` replaces the default profile (no merging of two profiles);
-# without one, the default is loaded and `--config key=value` overrides merge into it.
-# `--config` values nested in lists or mappings arrive from Snakemake as strings; they are read
-# back with YAML's types, as the same values in a profile file would be.
-PROFILE = str((workflow.configfiles or ["config/default.yaml"])[-1])
+# Layered profiles (ltopd.layers): `--configfile config/<profile>.yaml` picks a profile (default:
+# config/default.yaml); a file without a `profile` key is an override file deep-merged onto the
+# profile before it (`--configfile config/default.yaml override.yaml`); `--config key=value`
+# merges last. `--config` values nested in lists or mappings arrive from Snakemake as strings;
+# they are read back with YAML's types, as the same values in a profile file would be.
 _overrides = ltopd_config.yaml_typed(dict(workflow.config_settings.config))
-config.clear()
-config.update(ltopd_config.merged(ltopd_config.read(PROFILE), _overrides))
 
-# One error path for every entry point (snakemake, dvc repro, ltopd validate): the file, the
-# dotted key, the value and the allowed values, before any job starts.
+# One error path for every entry point (snakemake, dvc repro, ltopd validate): the file or the
+# `--config` key, the dotted key, the value and the allowed values, before any job starts.
 try:
-    ltopd_config.validate(config, source=PROFILE)
+    _layered, _origins = load_layers(workflow.configfiles, _overrides)
 except ltopd_config.ConfigError as e:
     sys.exit(f"error: {e}")
+config.clear()
+config.update(_layered)
+PROFILE = _origins.source  # "config/default.yaml + override.yaml + --config": the MLflow parent run's tag
 
 
 include: "workflow/rules/common.smk"
@@ -48,7 +50,9 @@ localrules:
 
 # One MLflow parent run per invocation, created before any job runs (SQLite hates racing creators).
 onstart:
-    tracking.start_pipeline(MLFLOW, str((workflow.configfiles or ["config/default.yaml"])[-1]))
+    warn_stale_releases()
+    publish_costs()
+    tracking.start_pipeline(MLFLOW, PROFILE)
 
 
 onsuccess:

@@ -12,8 +12,8 @@ from pathlib import Path
 from ltopd.codegraph import import_graph
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-ORCHESTRATION = ("ltopd.pipeline", "ltopd.cli", "ltopd.config", "ltopd.grid", "ltopd.tracking", "ltopd.lineage",
-                 "ltopd.dvcgen")
+ORCHESTRATION = ("ltopd.pipeline", "ltopd.cli", "ltopd.config", "ltopd.layers", "ltopd.grid", "ltopd.tracking",
+                 "ltopd.lineage", "ltopd.dvcgen")
 LIBRARY = ("ltopd.data", "ltopd.selectors", "ltopd.models", "ltopd.bench", "ltopd.stats", "ltopd.twins",
            "ltopd.train", "ltopd.efficiency", "ltopd.report")
 # docs/design.md's floors, from the ground up. A package is the first level under ltopd (a

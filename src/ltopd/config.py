@@ -60,15 +60,34 @@ def _explain(err: jsonschema.ValidationError) -> str:
     return f"{key}: {err.message}"
 
 
-def validate(cfg: Any, source: str = "<config>") -> dict[str, Any]:
-    """Validate a loaded profile; raise ConfigError listing every problem."""
+def _blamed(err: jsonschema.ValidationError) -> tuple[list[Any], bool]:
+    """The key a schema violation is about, for naming its layer (ltopd.layers): an unknown key's
+    own path; a missing key's mapping (whoever made it, ``True``); else the offending value's."""
+    path = list(err.absolute_path)
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        return path + extra[:1], False
+    return path, err.validator == "required"
+
+
+def _leading_key(problem: str) -> list[str]:
+    """The dotted key a cross-field problem line starts with ("grid.methods: ..." -> grid, methods)."""
+    head = problem.split(":", 1)[0].split(" ", 1)[0]
+    return [] if head.startswith("<") else head.split(".")
+
+
+def validate(cfg: Any, source: str = "<config>", origins: Any = None) -> dict[str, Any]:
+    """Validate a loaded profile; raise ConfigError listing every problem. ``origins``
+    (ltopd.layers.Origins, for layered profiles) prefixes each line with the file or `--config`
+    key that set the offending value."""
     validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(map(str, e.absolute_path)))
-    problems = [_explain(e) for e in errors]
+    problems = [(*_blamed(e), _explain(e)) for e in errors]
     if not problems:
-        problems = _cross_field_problems(cfg)
+        problems = [(_leading_key(p), False, p) for p in _cross_field_problems(cfg)]
     if problems:
-        raise ConfigError(f"{source}: invalid configuration:\n  - " + "\n  - ".join(problems))
+        lines = [origins.label(path, text, created) if origins else text for path, created, text in problems]
+        raise ConfigError(f"{source}: invalid configuration:\n  - " + "\n  - ".join(lines))
     return cfg
 
 

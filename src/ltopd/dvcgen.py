@@ -23,9 +23,25 @@ def dvc_file(config_file: str) -> str:
     return "dvc.yaml" if profile == "default" else f"pipelines/{profile}/dvc.yaml"
 
 
+def shown_files(cfg: dict, stages: dict) -> dict:
+    """``stages`` with their metrics and plots kept as such only where the profile writes under the
+    repository root (the default profile: the README's run). `dvc metrics show` and `dvc plots
+    show` read every dvc.yaml of the repository and warn "failed to load" for each file a pipeline
+    not run in this clone declares; another profile's files (runs/<profile>/...) are plain outputs,
+    shown by naming them (`dvc metrics show runs/smoke/results/table2.json`)."""
+    if cfg["out_root"] == ".":
+        return stages
+    out = {}
+    for name, stage in stages.items():
+        stage = dict(stage)
+        moved = stage.pop("metrics", []) + stage.pop("plots", [])
+        out[name] = {**stage, "outs": stage.get("outs", []) + moved} if moved else stage
+    return out
+
+
 def render(config_file: str) -> str:
     cfg = config_mod.load(config_file)
-    stages = dvc_stages(cfg, config_file)
+    stages = shown_files(cfg, dvc_stages(cfg, config_file))
     if dvc_file(config_file) != "dvc.yaml":
         stages = {name: {"wdir": "../..", **stage} for name, stage in stages.items()}
     body = yaml.safe_dump({"stages": stages}, sort_keys=False, width=200)

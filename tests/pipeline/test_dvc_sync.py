@@ -41,6 +41,8 @@ def test_dvc_plots_are_images(profile, monkeypatch):
     monkeypatch.chdir(ROOT)
     stages = yaml.safe_load(render(profile))["stages"]
     plots = [next(iter(p)) for s in stages.values() for p in s.get("plots", [])]
+    if config.load(profile)["out_root"] != ".":  # shown by name only (dvcgen.shown_files): see below
+        return
     assert plots and all(Path(p).suffix == ".png" for p in plots), plots
     assert all(set(next(iter(p.values()))) == {"persist"} for s in stages.values() for p in s.get("plots", []))
 
@@ -56,3 +58,15 @@ def test_dvc_hashes_no_bytecode_or_parse_cache_in_its_code_folders(monkeypatch):
     assert proc.returncode == 0 and proc.stdout.split() == paths, proc.stdout + proc.stderr
     code = subprocess.run(["dvc", "check-ignore", "src/ltopd/data/rows.py"], capture_output=True, text=True)
     assert code.returncode == 1  # the code itself stays hashed
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_only_the_files_under_the_root_are_declared_metrics_and_plots(profile, monkeypatch):
+    """`dvc metrics show` / `dvc plots show` after the README's (default) run load every declared
+    file with no "failed to load": a profile writing under runs/ declares its files as outputs."""
+    monkeypatch.chdir(ROOT)
+    stages = yaml.safe_load(render(profile))["stages"]
+    declared = [next(iter(m)) for s in stages.values() for k in ("metrics", "plots") for m in s.get(k, [])]
+    root = config.load(profile)["out_root"]
+    assert bool(declared) == (root == "."), declared
+    assert all(not Path(f).is_relative_to("runs") for f in declared)

@@ -91,8 +91,8 @@ def test_fit_records_are_the_records_without_their_images(run) -> None:
 
 def test_the_chain_s_datasets_and_models_link_its_runs(run) -> None:
     """LT-14K and the records are dataset inputs (digest: the content hash), the twin and the
-    student logged models of the runs that made them, and the evaluation's score a metric of the
-    student, measured on the records."""
+    student logged models of the runs that made them, the student's metrics on LT-14K, and the
+    evaluation's score a metric of the student (the records named by the evaluation run)."""
     from ltopd.job_identity import content_hash
 
     tmp, profile, cfg = run
@@ -130,8 +130,15 @@ def test_the_chain_s_datasets_and_models_link_its_runs(run) -> None:
     score = json.loads((tmp / "eval" / "metrics.json").read_text())["score"]
     linked = {(m.key, m.run_id): m for m in client.get_logged_model(model.model_id).metrics}
     assert linked[("score", evaluation.info.run_id)].value == score
-    assert linked[("score", evaluation.info.run_id)].dataset_name == "pope seed0"
-    assert ("last_loss", train.info.run_id) in linked  # the training summary
+    # the model's datasets are what it was trained on (issue 55: "vstar seed0" read as training data);
+    # the score's records are the evaluation run's
+    assert {m.dataset_name for m in linked.values()} == {"lt14k", None}
+    assert linked[("score", evaluation.info.run_id)].dataset_name is None
+    assert linked[("loss", train.info.run_id)].dataset_name == "lt14k"  # its final update, on LT-14K
+    assert [m.value for m in client.get_metric_history(evaluation.info.run_id, "score")] == [score]  # once
+    # no single-bar `last_*` copies of the training curves; the summary and the student's config as artifacts
+    assert not [k for k in train.data.metrics if k.startswith("last_")]
+    assert {"train.json", "config.json"} <= {a.path for a in client.list_artifacts(train.info.run_id)}
 
 
 def test_dvc_yaml_and_mlflow_relocate(run, capsys) -> None:

@@ -1,4 +1,4 @@
-"""Table 2's DVC metrics file: numbers only, so `dvc metrics show` drops nothing."""
+"""Table 2's DVC metrics file: the headline's numbers shown, the rest in lists DVC leaves out."""
 from __future__ import annotations
 
 import math
@@ -32,14 +32,17 @@ def _rows(gated: list[str]) -> list[dict]:
 
 def test_table2_metrics_by_hand():
     """Our rows only (not the paper's, not the baseline), rounded to 2 places; undefined values
-    (NaN average, no interval, NaN score, NaN margin) left out, not null."""
-    assert table2_metrics(_rows(["gqa"])) == {
-        "full@100%": {"avg_retain": 100.0, "score": {"gqa": 61.0, "mme": 1500.12}},
-        "cdpruner@5%": {"avg_retain": 71.23, "avg_retain_lo": 60.0, "avg_retain_hi": 80.56,
-                        "score": {"gqa": 40.0}},
-        "ltopd@12.5%": {"score": {"gqa": 50.0, "mme": 900.0}},
-        "gate": {"gqa": {"passed": 1, "margin_se": 4.26}, "mme": {"passed": 0}},
-    }
+    (NaN average, no interval, NaN score, NaN margin) left out, not null; rows and gates in lists."""
+    metrics = table2_metrics(_rows(["gqa"]), ["a line"])
+    assert metrics["rows"] == [
+        {"row": "full@100%", "avg_retain": 100.0, "score": {"gqa": 61.0, "mme": 1500.12}},
+        {"row": "cdpruner@5%", "avg_retain": 71.23, "avg_retain_lo": 60.0, "avg_retain_hi": 80.56,
+         "score": {"gqa": 40.0}},
+        {"row": "ltopd@12.5%", "score": {"gqa": 50.0, "mme": 900.0}},
+    ]
+    assert metrics["gates"] == [{"benchmark": "gqa", "passed": 1, "margin_se": 4.26},
+                                {"benchmark": "mme", "passed": 0}]
+    assert metrics["headline"]["summary"] == ["a line"]
 
 
 def _leaves(tree):
@@ -50,11 +53,13 @@ def _leaves(tree):
         yield tree
 
 
-def test_dvc_reads_every_value():
+def test_dvc_shows_the_headline_numbers_only():
     """DVC's own loader (dvc.repo.metrics.show._extract_metrics, what `dvc metrics show` applies to
-    a parsed file) keeps the whole tree: no null or list it would drop; every leaf a number."""
+    a parsed file) keeps the headline's few numbers, each finite, and leaves out the lists (the
+    rows, the gates, the headline's lines): one short line per file in `dvc metrics show`."""
     for gated in (["gqa"], []):  # a run whose gates pass nothing still shows numbers
-        metrics = table2_metrics(_rows(gated))
-        assert _extract_metrics(metrics, "table2.json") == metrics
-        leaves = list(_leaves(metrics))
+        metrics = table2_metrics(_rows(gated), ["a line"])
+        shown = _extract_metrics(metrics, "table2.json")
+        assert set(shown) == {"headline"} and set(shown["headline"]) == {"gates_passed", "gates_of", "contradicted"}
+        leaves = list(_leaves(shown))
         assert leaves and all(isinstance(x, (int, float)) and math.isfinite(x) for x in leaves)

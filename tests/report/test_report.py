@@ -414,7 +414,7 @@ def test_loyalty_columns_by_hand(tmp_path) -> None:
     figures.retain_vs_budget(rows, tmp_path / "f.png", "t")  # with the loyalty panel beside the retain one
     from PIL import Image
 
-    assert Image.open(tmp_path / "f.png").size == (1620, 720)  # three panels: 13.5 x 6 in at 120 dpi
+    assert Image.open(tmp_path / "f.png").size == (1430, 990)  # four panels: 13 x 9 in at 110 dpi
 
 
 def test_no_benchmark_passing_the_gate_leaves_the_average_undefined() -> None:

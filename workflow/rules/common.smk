@@ -15,27 +15,53 @@ PATHS = grid.paths(config)
 
 
 def check_releases():
-    """Before any job: stop when a released twin's weights do not match its manifest (one line
-    naming the file); say which releases are missing (the run would rebuild them: hours) or were
-    built by other code, libraries or recipe than the current ones."""
-    from ltopd.models.manifest import MANIFEST, REBUILD, ReleaseError, verify_weights
-    from ltopd.twins.release import staleness
+    """Before any job (every parse, dry runs too): stop when a released twin's weights do not
+    match its manifest (one line naming the file); say which releases are missing (the run would
+    rebuild them: hours)."""
+    from ltopd.models.manifest import ReleaseError, read_manifest, verify_weights
 
     for name in grid.released(config):
         folder = PATHS["release"].format(backbone=name)
-        if Path(folder, MANIFEST).is_file():
-            try:
-                verify_weights(folder)
-            except ReleaseError as e:
-                sys.exit(f"error: {e}")
         try:
-            changes = staleness(folder, config, name)
+            read_manifest(folder)
         except ReleaseError as e:
             print(f"WARNING: {e} (a run that needs it builds it first: hours of pretraining)", file=sys.stderr)
             continue
-        for change in changes:
-            print(f"WARNING: released twin {folder} ({name}): {change}. Its weights and gates are those "
-                  f"of the release; to rebuild: `{REBUILD} --forcerun release_twin`", file=sys.stderr)
+        try:
+            verify_weights(folder)
+        except ReleaseError as e:
+            sys.exit(f"error: {e}")
+
+
+def warn_stale_releases():
+    """Once per run (onstart: not for dry runs, nor in jobs): one line naming the releases built by
+    other code, libraries or recipe than the current ones, and why; each one's details in a file."""
+    from ltopd.atomic import atomic_file
+    from ltopd.models.manifest import MANIFEST
+    from ltopd.twins.release import stale_reasons, stale_summary
+
+    reasons = {name: stale_reasons(PATHS["release"].format(backbone=name), config, name)
+               for name in grid.released(config)
+               if Path(PATHS["release"].format(backbone=name), MANIFEST).is_file()}
+    details = Path(PATHS["logs"]) / "release-staleness.txt"
+    line = stale_summary(reasons, str(details))
+    if line:
+        details.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(details) as fh:
+            fh.writelines(f"{name}: {detail}\n" for name, found in reasons.items() for _, detail in found)
+        print(line, file=sys.stderr)
+
+
+def publish_costs():
+    """The jobs this run will run with their expected units (ltopd.pipeline.job_costs), for the
+    `--logger ltopd` ETA (onstart: the DAG is known, no job has started)."""
+    from ltopd.pipeline import job_costs
+
+    try:
+        jobs = [(job.rule.name, dict(job.wildcards_dict)) for job in workflow.dag.needrun_jobs()]
+        job_costs.publish(config["profile"], job_costs.plan(config, jobs), workflow.resource_settings.cores)
+    except Exception as e:  # advisory: a failed estimate must not stop the run
+        print(f"ltopd: no cost estimate for the ETA ({type(e).__name__}: {e})", file=sys.stderr)
 
 
 check_releases()

@@ -106,7 +106,9 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, seed
                         **({"weights_sha256": spec["external"]["sha256"]} if spec.get("external") else {})}
                 written[i] = write_setting(Path(t.out_dir), rows, {**meta, **metrics}, settings, rule, key, spec,
                                            {"model": model, "records": records_dir})
-                print(f"{benchmark} | {backbone_name} {t.method} at {t.budget:g} (seed {seed}): "
+                # "[k/N settings]" first: the line the logger plugin shows while a long group runs
+                print(f"[{len(written)}/{len(targets)} settings] {benchmark} | {backbone_name} {t.method} at "
+                      f"{t.budget:g} (seed {seed}): "
                       f"score {metrics['score']:.2f}, {metrics['n']} questions, {metrics['n_unparsed']} unparsed",
                       flush=True)
     return [written[i] for i in range(len(targets))]
@@ -137,12 +139,12 @@ def write_setting(out: Path, rows: list[dict[str, Any]], metrics: dict[str, Any]
     with atomic_file(out / "predictions.jsonl") as fh:
         fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     with job_run(settings, rule, {k: str(v) for k, v in key.items()}, spec, inputs=inputs) as run:
-        # the score is the evaluated model's, on these records: its logged model's page lists it
-        records = use_dataset(run, records_name(inputs["records"]), inputs["records"], "evaluation",
-                              {"rows": len(rows)})
-        run.log_metrics({k: float(v) for k, v in numbers(metrics).items()},
-                        model_id=use_model(run, inputs["model"], **external_model(spec, key["method"])),
-                        dataset=records)
+        # measured on these records (the run's dataset input); the score is also the evaluated model's,
+        # for its page, without the records: a model's datasets read as what it was trained on
+        use_dataset(run, records_name(inputs["records"]), inputs["records"], "evaluation", {"rows": len(rows)})
+        run.log_metrics({k: float(v) for k, v in numbers(metrics).items() if k != "score"})
+        run.log_metrics({"score": float(metrics["score"])},
+                        model_id=use_model(run, inputs["model"], **external_model(spec, key["method"])))
         run.log_artifact(out / "predictions.jsonl")
     write_json(out / "metrics.json", metrics)
     return metrics

@@ -4,6 +4,7 @@ from the evaluations' metrics and predictions.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from ltopd.pipeline.spec import add_source
 from ltopd.pipeline.spec import job_inputs as _job_inputs  # every job's first step
@@ -40,7 +41,7 @@ def table(args: argparse.Namespace) -> int:
     from ltopd.catalog import TABLES, external_method
     from ltopd.grid import reduction_defaults, table2_methods
     from ltopd.lineage import records_name, use_dataset
-    from ltopd.report import dvc_metrics, figures, grid_tables
+    from ltopd.report import dvc_metrics, figures, grid_tables, headline, kept_tokens
     from ltopd.tracking import job_run
 
     spec, settings = _job_inputs(args, ("grid", "seeds"), optional=("training", "external_students"))
@@ -65,17 +66,22 @@ def table(args: argparse.Namespace) -> int:
     with job_run(settings, args.rule, {"table": args.table}, spec) as run:
         for (bench, seed), path in fit_paths.items():  # the question-only baseline is fitted on them
             use_dataset(run, records_name(path), path, "baseline-fit", {"rows": len(fit[(bench, seed)])})
-        rows, notes = grid_tables.build(grid_tables.load_results(args.results), backbone, benchmarks, args.table,
-                                        methods, predictions, fit, args.n_boot, args.boot_seed,
+        results = grid_tables.load_results(args.results)
+        rows, notes = grid_tables.build(results, backbone, benchmarks, args.table, methods, predictions, fit,
+                                        args.n_boot, args.boot_seed,
                                         pruned=reduction_defaults(spec).selector)  # the untrained student's row
+        rows = kept_tokens.annotate(rows, results, backbone, benchmarks)
         with atomic_file(args.out) as fh:
             fh.write(grid_tables.to_csv(rows, benchmarks))
-        if args.json:
-            write_json(args.json, dvc_metrics.table2_metrics(rows))
+        summary = None
+        if args.json:  # Table 2: its headline opens the markdown, closes the run's log (the JSON's)
+            summary = headline.lines(headline.headline(rows), _where(args, settings, run.experiment_id))
+            write_json(args.json, dvc_metrics.table2_metrics(rows, summary))
             run.log_artifact(args.json)
         md = grid_tables.to_markdown(rows, benchmarks, notes)
         with atomic_file(args.markdown) as fh:
-            fh.write(f"# {TABLES[args.table].title} ({spec['profile']} profile)\n\n" + md)
+            fh.write(f"# {TABLES[args.table].title} ({spec['profile']} profile)\n\n"
+                     + (headline.markdown(summary) if summary else "") + md)
         if args.figure:
             figures.retain_vs_budget(rows, args.figure, f"Average retain ratio vs budget ({backbone}, "
                                      f"{spec['profile']} profile; x = paper, Qwen3.5-4B)")
@@ -88,3 +94,21 @@ def table(args: argparse.Namespace) -> int:
         run.log_artifact(args.markdown)
     print(md)
     return 0
+
+
+def _where(args: argparse.Namespace, settings: Any, experiment_id: str) -> dict[str, str]:
+    """Where a newcomer looks next: the table, the figure, the MLflow runs (the UI command and the
+    experiment's runs page) and the command that records a Snakemake run for DVC."""
+    out = {"Table": f"{args.markdown} (CSV {args.out})"}
+    if args.figure:
+        out["Figure"] = args.figure
+    uri = settings.tracking_uri
+    if uri.startswith("sqlite:"):
+        # MLflow 3.18's UI takes the experiment's view from the URL's workflowType (else the browser's
+        # last choice, GenAI at first) and ignores the experiment's mlflow.experimentKind tag
+        out["MLflow"] = (f"mlflow ui --backend-store-uri {uri}, then "
+                         f"http://127.0.0.1:5000/#/experiments/{experiment_id}/runs?workflowType=machine_learning")
+    # a plain Snakemake run leaves DVC's lock unwritten: `dvc status` would list every stage as new
+    dvc = "dvc.yaml" if settings.profile == "default" else f"pipelines/{settings.profile}/dvc.yaml"
+    out["DVC"] = f"`dvc commit -f {dvc}` records this run in its dvc.lock (then `dvc status {dvc}`: up to date)"
+    return out

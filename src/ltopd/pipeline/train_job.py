@@ -66,8 +66,9 @@ def train(args: argparse.Namespace) -> int:
     tracked = job_run(settings, args.rule, key, spec, inputs={"model": args.model, "lt14k": args.data}) if main \
         else contextlib.nullcontext(NoRun())
     with tracked as run, progress_bar(steps, f"train {args.method}", "update", enabled=main) as bar:
+        lt14k = None
         if main:  # what the student learns from: LT-14K and the model it starts from
-            use_dataset(run, "lt14k", args.data, "training", {"rows": manifest["num_questions"]})
+            lt14k = use_dataset(run, "lt14k", args.data, "training", {"rows": manifest["num_questions"]})
             use_model(run, args.model)
         def on_step(log: Any) -> None:
             run.log_metrics(log.metrics, step=log.step)
@@ -90,11 +91,18 @@ def train(args: argparse.Namespace) -> int:
         if not main:
             return 0
         save_backbone(student, args.out)
-        # the student as a logged model of this run: its identity and settings, its training summary
+        # the student as a logged model of this run: its identity and settings; on its page, what it
+        # was trained on (LT-14K: its final update's metrics, at that update's step, so the run's
+        # curves gain no point and no single-bar `last_*` copy) and the run's length
         model_id = log_model(run, f"{args.method} {args.backbone} s{args.seed} (student)", args.out, "student",
                              {**key, "budget": args.budget, "start_model": args.model, **spec})
-        run.log_metrics(numbers(summary), model_id=model_id)
+        if logs:
+            run.log_metrics(logs[-1].metrics, step=logs[-1].step, model_id=model_id, dataset=lt14k)
+        run.log_metrics(numbers({"updates": total, "wall_s": summary["wall_s"]}), step=total, model_id=model_id,
+                        dataset=lt14k)
         write_json(args.metrics, summary)
+        for artifact in (args.metrics, Path(args.out) / "config.json"):  # the summary and the student's config
+            run.log_artifact(artifact)
     if not args.keep_checkpoints:  # the student is written: the resumable state has served its purpose
         shutil.rmtree(args.checkpoints, ignore_errors=True)
     print(f"{args.method} on {args.backbone} (seed {args.seed}): {total} updates to budget {args.budget:g}, "

@@ -1,5 +1,5 @@
-"""Average retain ratio vs visual-token budget, one line per selector (ours), the paper's
-reported points beside them."""
+"""The figures of the tables: Table 2's (ltopd.report.table2_figure), Figure 4's recovery bars,
+Figure 1 right's FLOPs vs retain."""
 
 from __future__ import annotations
 
@@ -27,120 +27,11 @@ def spread_labels(ys: list[float], gap: float) -> list[float]:
 
 
 def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) -> None:
-    """Left panel, ours: one line per selector, one marker per trained method, dodged sideways at
-    a shared budget so none hides another; error bars the 95% bootstrap CI where the table has
-    one (else the sd over seeds). Middle panel, the paper's reported points on the same y axis,
-    one column per budget, labels spread so they never overprint. Right panel, where the rows
-    carry it (Table 2 with predictions): each method's loyalty to the full-token model vs budget
-    (ltopd.stats.loyalty), in the same colours and markers."""
-    import matplotlib
+    """Table 2's figure: the smallest budget ours vs the paper's, each method minus the untrained
+    student, the training-free rows vs budget and loyalty (ltopd.report.table2_figure)."""
+    from ltopd.report.table2_figure import draw
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ltopd.catalog import METHODS
-    from ltopd.report.grid_tables import display_name
-
-    loyal_rows = [r for r in rows if r["source"] == "ours" and r.get("loyalty") is not None]
-    fig, axes = plt.subplots(1, 3 if loyal_rows else 2, figsize=(13.5 if loyal_rows else 9.0, 6.0), dpi=120,
-                             gridspec_kw={"width_ratios": [3, 2, 3] if loyal_rows else [3, 2]})
-    ax, side = axes[0], axes[1]
-    side.sharey(ax)
-    side.tick_params(labelleft=False)
-    colours: dict[str, Any] = {}
-    styles: dict[str, tuple[str, str]] = {}
-    ours = [r for r in rows if r["source"] == "ours" and r["method"] != "full" and r["budget"] < 1]
-    methods = list(dict.fromkeys(r["method"] for r in ours))
-    markers = "osD^vP*Xh<>p"
-    palette = plt.get_cmap("tab20")
-    for j, method in enumerate(methods):  # the loyalty panel's too, where a method has no retain ratio
-        selector_like = method in METHODS and METHODS[method].kind in ("selector", "resize")
-        colours[method], styles[method] = palette(j % palette.N), (markers[j % len(markers)],
-                                                                   "-" if selector_like else "none")
-    plotted = 0
-    for j, method in enumerate(methods):
-        mine = sorted((r for r in ours if r["method"] == method), key=lambda r: r["budget"])
-        mine = [r for r in mine if not math.isnan(r["avg_retain"].mean)]
-        if not mine:
-            continue
-        dodge = 1.6 * (j - (len(methods) - 1) / 2) / max(len(methods), 1)
-        xs = [100 * r["budget"] + dodge for r in mine]
-        ys = [r["avg_retain"].mean for r in mine]
-        lo, hi = [], []
-        for r, y in zip(mine, ys):
-            ci = r.get("avg_retain_ci")
-            spread = (y - ci.lo, ci.hi - y) if ci is not None else (r["avg_retain"].sd, r["avg_retain"].sd)
-            lo.append(max(spread[0], 0.0))
-            hi.append(max(spread[1], 0.0))
-        marker, style = styles[method]
-        # tab20: the default cycle repeats after ten, and Table 2 plots up to seventeen methods
-        ax.errorbar(xs, ys, yerr=[lo, hi], marker=marker, linestyle=style, capsize=2, ms=4, lw=1,
-                    label=display_name(method), color=colours[method])
-        plotted += 1
-    if not plotted:  # e.g. no benchmark passed its gate: say so instead of an empty frame
-        ax.text(0.5, 0.5, "no retain ratio to plot\n(no benchmark passed its gate, see the table's notes)",
-                transform=ax.transAxes, ha="center", va="center", fontsize=8, color="dimgrey")
-        budgets_ours = sorted({100 * r["budget"] for r in ours})
-        if budgets_ours:
-            ax.set_xticks(budgets_ours)
-            ax.set_xlim(min(budgets_ours) - 2, max(budgets_ours) + 2)
-    ax.axhline(100, color="black", lw=0.8, ls=":")
-    ax.set_xlabel("visual-token budget (%)")
-    ax.set_ylabel("average retain ratio (%)")
-    ax.set_title("ours (markers dodged sideways; bars: 95% CI)", fontsize=8)
-    ax.grid(alpha=0.3)
-    paper = [r for r in rows if r["source"] == "paper" and r["avg_retain"] is not None]
-    columns = sorted({r["budget"] for r in paper})
-    span = [y for r in paper for y in [r["avg_retain"].mean]]
-    gap = 0.045 * ((max(span) - min(span)) if len(span) > 1 else 10) + 0.8
-    for c, budget in enumerate(columns):
-        at = [r for r in paper if r["budget"] == budget]
-        ys = [r["avg_retain"].mean for r in at]
-        for r, y, ly in zip(at, ys, spread_labels(ys, gap)):
-            colour = colours.get(r["method"], "grey")
-            side.plot(2 * c, y, marker="x", ms=7, linestyle="none", color=colour)
-            side.annotate(f"{display_name(r['method'])} {y:.1f}", (2 * c, y), xytext=(2 * c + 0.15, ly),
-                          textcoords="data", fontsize=6, color=colour, va="center",
-                          arrowprops={"arrowstyle": "-", "lw": 0.4, "color": colour})
-    side.set_xticks([2 * c for c in range(len(columns))], [f"{100 * b:g}%" for b in columns])
-    side.set_xlim(-0.3, 2 * len(columns))  # each column two units wide: room for its labels
-    side.axhline(100, color="black", lw=0.8, ls=":")
-    side.set_title("paper (Qwen3.5-4B, reported)", fontsize=8)
-    side.grid(axis="y", alpha=0.3)
-    if loyal_rows:
-        loyalty_panel(axes[2], loyal_rows, colours, styles)
-        if not plotted:  # no legend below the panels: the loyalty panel names its lines
-            axes[2].legend(fontsize=6, loc="lower left", ncol=2)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    if plotted:  # below both panels: inside, it covered the trained students' cluster at 5%
-        handles, labels = ax.get_legend_handles_labels()
-        ncol = 4
-        fig.subplots_adjust(bottom=0.08 + 0.03 * math.ceil(len(labels) / ncol))
-        fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=6, frameon=False)
-    with atomic_file(out, "wb") as fh:
-        fig.savefig(fh, format="png")
-    plt.close(fig)
-
-
-def loyalty_panel(ax: Any, rows: list[dict[str, Any]], colours: dict[str, Any],
-                  styles: dict[str, tuple[str, str]]) -> None:
-    """Loyalty to the full-token model (% of items with full tokens' answer) vs budget, one line
-    per method as in the retain panel (a method without a retain ratio, e.g. none gated, still
-    gets its loyalty, in grey)."""
-    from ltopd.report.grid_tables import display_name
-
-    reduced = [r for r in rows if r["method"] != "full" and r["budget"] is not None and r["budget"] < 1]
-    for method in dict.fromkeys(r["method"] for r in reduced):
-        mine = sorted((r for r in reduced if r["method"] == method), key=lambda r: r["budget"])
-        marker, style = styles.get(method, ("o", "-"))
-        ax.plot([100 * r["budget"] for r in mine], [r["loyalty"].share for r in mine], marker=marker,
-                linestyle=style, ms=4, lw=1, color=colours.get(method, "grey"), label=display_name(method))
-    ax.axhline(100, color="black", lw=0.8, ls=":")
-    ax.set_xlabel("visual-token budget (%)")
-    ax.set_ylabel("loyalty to full tokens (% of items, same parsed answer)")
-    ax.set_title("ours: loyalty (EffiVLM-Bench), every benchmark and seed pooled", fontsize=8)
-    ax.grid(alpha=0.3)
+    draw(rows, out, title)
 
 
 def _pyplot():

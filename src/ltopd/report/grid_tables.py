@@ -292,6 +292,8 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
              "rotation of an MMBench question must be right; per benchmark: "
              + "; ".join(f"{b}: {' / '.join(sorted(how[b]))}" for b in benchmarks if b in how) + "."]
     intervals: dict[tuple[str, float], bootstrap.Interval] = {}
+    differences: dict[str, dict[str, Any]] = {}  # the headline's (ltopd.report.headline), on the gate row
+    versus: dict[str, Any] = {}  # every row minus the untrained student at the smallest budget (the figure's)
     if not gated:
         notes.append("no benchmark passed the gate: the average retain ratio is n/a (not computed).")
     else:
@@ -314,6 +316,7 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
                 notes.append(f"{display_name(method)} - {display_name(other)} at {100 * lowest:g}%: {d.estimate:+.1f} "
                              f"retain points, {level_pct} CI {bootstrap.format_ci(d)} (SE {d.se:.2f}; same items and "
                              f"draws, seeds {common}, over {gated}){reported}.")
+                entry = {"estimate": d.estimate, "lo": d.lo, "hi": d.hi, "seeds": common}
                 if other == pruned:  # a recovery claim: above full tokens on a benchmark is not recovery
                     capped, _ = _retain_difference(runs, a, c, full_gated, gated, n_boot, boot_seed, level, cache,
                                                    cap=100.0)
@@ -321,6 +324,15 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
                                  f"at 100%: {capped.estimate:+.1f} {bootstrap.format_ci(capped)} (each benchmark's "
                                  "retain at most 100% before the average: above full tokens is task learning, not "
                                  "recovery).")
+                    entry.update(capped=capped.estimate, capped_lo=capped.lo, capped_hi=capped.hi)
+                differences[f"{display_name(method)} - {display_name(other)}"] = entry
+        ref = (pruned, lowest)
+        if pruned is not None and ref in runs:
+            versus = {"reference": pruned, "budget": lowest, "rows": {}}
+            for k in sorted((k for k in runs if k[1] == lowest and k != ref), key=lambda k: _order(k[0])):
+                d, _ = _retain_difference(runs, k, ref, full_gated, gated, n_boot, boot_seed, level, cache)
+                if d is not None:
+                    versus["rows"][k[0]] = {"estimate": d.estimate, "lo": d.lo, "hi": d.hi}
         above = above_full_note(runs, lowest, full_gated, gated, n_boot, boot_seed, level, cache)
         if above:
             notes.append(above)
@@ -339,7 +351,7 @@ def evidence(preds: Mapping[tuple, list[dict]], backbone: str, benchmarks: Seque
                 "label": f"Gate: full - QO{' and full - blind' if blind else ''} >= {need:g} SE",
                 "bench": {b: Stat(gates[b].binding_margin, math.nan, 1) if b in gates else Stat(math.nan, math.nan, 0)
                           for b in benchmarks},
-                "text": {b: g.verdict for b, g in gates.items()},
+                "text": {b: g.verdict for b, g in gates.items()}, "differences": differences, "versus": versus,
                 "avg_retain": None, "retain_over": gated}
     return Evidence(gates, gated, intervals, [qo_row, gate_row], notes)
 
@@ -508,6 +520,7 @@ def to_markdown(rows: list[dict[str, Any]], benchmarks: Sequence[str], notes: Se
         mark = {"paper": "paper", "gate": "gate"}.get(r["source"], "ours")
         labels = {"question_only": QO_LABEL, "gate": r.get("label", f"Gate: full - QO >= {GATE_SE:g} SE")}
         label = labels.get(r["method"]) if r["source"] in ("baseline", "gate") else display_name(r["method"])
+        label += f", {r['note']}" if r.get("note") else ""  # a resize row's kept tokens (report.kept_tokens)
         text = r.get("text") or {}
         cells = [text.get(b, "") if r["source"] == "gate" else _cell(r["bench"].get(b), r["seeds"]) for b in benchmarks]
         lines.append("| " + " | ".join([mark, *([r["backbone"]] if show_backbone else []), label,

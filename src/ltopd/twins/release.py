@@ -68,33 +68,61 @@ def build_manifest(folder: Path, spec: Mapping[str, Any], backbone: str, cost: M
             "rebuild": f"{REBUILD}  (profile {spec.get('profile', '?')})"}
 
 
-def staleness(folder: str | Path, spec: Mapping[str, Any] | None = None, backbone: str | None = None) -> list[str]:
-    """What differs between the release and the code, libraries and (with `spec`) the recipe now;
-    empty when it is current."""
+# Why a release is stale, each reason's key (the one-line summary's words) and its detail.
+REASONS = {"code": "code changed", "unrecorded": "code not recorded", "dropped": "code no longer run",
+           "libraries": "libraries changed", "recipe": "recipe changed"}
+
+
+def stale_reasons(folder: str | Path, spec: Mapping[str, Any] | None = None,
+                  backbone: str | None = None) -> list[tuple[str, str]]:
+    """(reason, detail) for each way the release differs from the code, libraries and (with
+    `spec`) the recipe now, the reason a key of REASONS; empty when it is current."""
     manifest = read_manifest(folder)
     out = []
     then, now = manifest["code_sha256"], code_hashes()
     changed = sorted(k for k in set(then) & set(now) if then[k] != now[k])
     if changed:
-        out.append(f"code changed since the release: {', '.join(changed)}")
+        out.append(("code", f"code changed since the release: {', '.join(changed)}"))
     unrecorded, dropped = sorted(set(now) - set(then)), sorted(set(then) - set(now))
     # A file moved with its content unchanged is the same code: not a reason to rebuild.
     moved = {old: new for old in dropped for new in unrecorded if then[old] == now[new]}
     unrecorded = [k for k in unrecorded if k not in moved.values()]
     dropped = [k for k in dropped if k not in moved]
     if unrecorded:
-        out.append(f"code the build now runs that the release does not record ({len(unrecorded)} files: "
-                   f"{', '.join(unrecorded[:3])}{', ...' if len(unrecorded) > 3 else ''})")
+        out.append(("unrecorded", f"code the build now runs that the release does not record ({len(unrecorded)} "
+                    f"files: {', '.join(unrecorded[:3])}{', ...' if len(unrecorded) > 3 else ''})"))
     if dropped:
-        out.append(f"code the release records that the build no longer runs: {', '.join(dropped)}")
+        out.append(("dropped", f"code the release records that the build no longer runs: {', '.join(dropped)}"))
     libs_then, libs_now = manifest["libraries"], library_versions()
     libs = [f"{k} {libs_then.get(k)} -> {libs_now.get(k)}" for k in sorted(libs_now)
             if k != "python" and libs_then.get(k) != libs_now.get(k)]
     if libs:
-        out.append(f"libraries changed: {'; '.join(libs)}")
+        out.append(("libraries", f"libraries changed: {'; '.join(libs)}"))
     if spec is not None and backbone is not None:
         then_r, now_r = manifest["recipe"], recipe(spec, backbone)
         keys = sorted(k for k in set(then_r) | set(now_r) if then_r.get(k) != now_r.get(k))
         if keys:
-            out.append(f"recipe changed since the release: {keys}")
+            out.append(("recipe", f"recipe changed since the release: {keys}"))
     return out
+
+
+def staleness(folder: str | Path, spec: Mapping[str, Any] | None = None, backbone: str | None = None) -> list[str]:
+    """What differs between the release and the code, libraries and (with `spec`) the recipe now;
+    empty when it is current."""
+    return [detail for _, detail in stale_reasons(folder, spec, backbone)]
+
+
+def stale_summary(reasons: Mapping[str, list[tuple[str, str]]], details: str | None = None) -> str | None:
+    """One line for every stale release of a run (``reasons``: release -> stale_reasons), releases
+    grouped by the same reasons; None when none is stale. ``details``: where the full list is."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name, found in reasons.items():
+        if found:
+            groups.setdefault(tuple(dict.fromkeys(r for r, _ in found)), []).append(name)
+    if not groups:
+        return None
+    parts = [f"{', '.join(names)} ({', '.join(REASONS[r] for r in why)})" for why, names in groups.items()]
+    count = sum(len(v) for v in groups.values())
+    return (f"WARNING: {count} released twin{'s' * (count > 1)} differ{'s' * (count == 1)} from what would build "
+            f"{'them' if count > 1 else 'it'} now: {'; '.join(parts)}. Weights and gates are the releases'"
+            + (f"; details: {details}" if details else "") + f"; rebuild: `{REBUILD} --forcerun release_twin`")
