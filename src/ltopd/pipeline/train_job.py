@@ -46,6 +46,7 @@ class NoRun:
 def train(args: argparse.Namespace) -> int:
     import torch
 
+    from ltopd import integrity
     from ltopd.atomic import write_json
     from ltopd.lineage import log_model, use_dataset, use_model
     from ltopd.models.loading import save_backbone
@@ -90,6 +91,7 @@ def train(args: argparse.Namespace) -> int:
         if not main:
             return 0
         save_backbone(student, args.out)
+        integrity.seal_dir(args.out)  # the evaluations check the student's bytes before they load it
         # the student as a logged model of this run: its identity and settings, its training summary
         model_id = log_model(run, f"{args.method} {args.backbone} s{args.seed} (student)", args.out, "student",
                              {**key, "budget": args.budget, "start_model": args.model, **spec})
