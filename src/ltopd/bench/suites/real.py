@@ -120,7 +120,8 @@ def _open(value: Any, where: str) -> Image.Image:
         try:
             img = Image.open(io.BytesIO(base64.b64decode(value)))
         except Exception as e:  # noqa: BLE001 -- any decoding failure is a format error
-            raise RealFormatError(f"{where}: image is neither base64 nor a row reference") from e
+            raise RealFormatError(f"{where}: image does not decode (neither base64 of an image nor a row "
+                                  "reference)") from e
     else:
         raise RealFormatError(f"{where}: cannot read an image from a {type(value).__name__}")
     return img
