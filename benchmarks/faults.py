@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -98,7 +99,7 @@ def table(results: dict[str, dict[str, str]]) -> tuple[list[str], bool]:
             ok = False
             rows.append(f"| {fault} | FAILED ({'not run' if r is None else 'test failed'}) | | | |")
             continue
-        line = (r.get("line") or "").replace("|", "\\|")
+        line = re.sub(r"/tmp/pytest-of-[^/]+/pytest-\d+/[^/ ]+/", ".../", r.get("line") or "").replace("|", "\\|")
         verdict = "survived: identical" if outcome == "survived" else "refused with one line"
         identical = "yes" if outcome == "survived" or r.get("rerun") == "identical" else "n/a (refused)"
         rows.append(f"| {fault} | `{line}` | {verdict} | {identical} | 0 |")

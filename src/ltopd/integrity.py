@@ -23,9 +23,14 @@ REBUILD = "delete it and rerun the same command (Snakemake rebuilds it)"
 
 
 class Corrupt(RuntimeError):
-    """An intermediate whose bytes are not those its producer sealed."""
+    """An intermediate whose bytes are not those its producer sealed: `file`, what is wrong with it
+    (`detail`) and what to do (`remedy`), said in one line."""
 
     one_line = True
+
+    def __init__(self, file: str | Path, detail: str, remedy: str = REBUILD) -> None:
+        self.file, self.detail, self.remedy = Path(file), detail, remedy
+        super().__init__(f"{file}: {detail}; {remedy}")
 
 
 def sidecar(path: str | Path) -> Path:
@@ -64,13 +69,13 @@ def seal(path: str | Path) -> None:
     (seal_dir if Path(path).is_dir() else seal_file)(path)
 
 
-def _mismatch(f: Path, then: dict[str, Any], what: str) -> str:
-    now = f"{f.stat().st_size} bytes" if f.is_file() else "missing"
-    return (f"{f}: {what} (its producer wrote {then['bytes']} bytes, sha256 {then['sha256'][:12]}; now {now}); "
-            f"{REBUILD}")
+def _mismatch(f: Path, then: dict[str, Any]) -> str:
+    now = f"now {f.stat().st_size} bytes" if f.is_file() else "now missing"
+    what = "truncated or corrupted" if f.is_file() else "missing"
+    return f"{what} (its producer wrote {then['bytes']} bytes, sha256 {then['sha256'][:12]}; {now})"
 
 
-def check(path: str | Path, rebuild: str = REBUILD) -> bool:
+def check(path: str | Path) -> bool:
     """Raise `Corrupt` (one line) when `path` (a file or folder) differs from its seal; True when it
     was sealed and matches, False when it carries no seal."""
     path = Path(path)
@@ -79,23 +84,19 @@ def check(path: str | Path, rebuild: str = REBUILD) -> bool:
         if not record.is_file():
             return False
         sealed = json.loads(record.read_text())["files"]
-        present = {f.relative_to(path).as_posix() for f in _files(path)}
+        remedy = f"delete {path} and rerun the same command (Snakemake rebuilds it)"
         for rel, then in sorted(sealed.items()):
             f = path / rel
             if not f.is_file() or f.stat().st_size != then["bytes"] or sha256_file(f) != then["sha256"]:
-                raise Corrupt(_mismatch(f, then, "truncated or corrupted" if f.is_file() else "missing")
-                              .replace(REBUILD, f"{rebuild} ({path} as a whole)"))
-        extra = sorted(present - set(sealed))
+                raise Corrupt(f, _mismatch(f, then), remedy)
+        extra = sorted({f.relative_to(path).as_posix() for f in _files(path)} - set(sealed))
         if extra:
-            raise Corrupt(f"{path / extra[0]}: not among the files its producer wrote in {path}; {rebuild} "
-                          f"({path} as a whole)")
+            raise Corrupt(path / extra[0], "not among the files its producer wrote", remedy)
         return True
     record = sidecar(path)
     if not record.is_file():
         return False
     then = json.loads(record.read_text())
-    if not path.is_file():
-        raise Corrupt(f"{path}: missing; {rebuild}")
-    if path.stat().st_size != then["bytes"] or sha256_file(path) != then["sha256"]:
-        raise Corrupt(_mismatch(path, then, "truncated or corrupted").replace(REBUILD, rebuild))
+    if not path.is_file() or path.stat().st_size != then["bytes"] or sha256_file(path) != then["sha256"]:
+        raise Corrupt(path, _mismatch(path, then))
     return True

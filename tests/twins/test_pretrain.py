@@ -313,7 +313,7 @@ def test_a_cut_short_build_state_is_not_resumed(tok, records, tmp_path, capsys, 
     again = make_backbone(tok, seed=1)
     assert pretrain(again, itertools.cycle(records), cfg, state_dir=tmp_path).steps == 2
     (line,) = [x for x in capsys.readouterr().err.splitlines() if "not resuming" in x]
-    assert f"{state}: truncated or corrupted" in line and "starting from scratch" in line
+    assert f"not resuming from {state} (truncated or corrupted" in line and "starting from scratch" in line
     record_property("line", line)
     for a, b in zip(again.model.parameters(), whole.model.parameters()):
         assert torch.equal(a, b)

@@ -86,9 +86,9 @@ def _restore(state: Path, t: EvalTarget) -> dict[str, Any] | None:
     try:
         for name in ("predictions.jsonl", "metrics.json"):
             if not integrity.check(kept / name):
-                raise integrity.Corrupt(f"{kept / name}: not sealed")
+                raise integrity.Corrupt(kept / name, "not sealed")
     except integrity.Corrupt as e:
-        print(f"ltopd: {e}; evaluating that setting again", flush=True)
+        print(f"ltopd: {e.file}: {e.detail}; evaluating that setting again", flush=True)
         return None
     _copy(kept, Path(t.out_dir))
     return json.loads((kept / "metrics.json").read_text())

@@ -176,7 +176,8 @@ class Trainer:
                 aside = state.parent.with_name(state.parent.name + ".corrupt")
                 shutil.rmtree(aside, ignore_errors=True)
                 state.parent.rename(aside)
-                print(f"ltopd: not resuming from {state} ({str(e).splitlines()[0][:300]}); set aside as "
+                why = e.detail if isinstance(e, integrity.Corrupt) else str(e).splitlines()[0][:200]
+                print(f"ltopd: not resuming from {state} ({why}); set aside as "
                       f"{aside.name}, resuming from the state before it (none: from the start; the result "
                       "is the same)", file=sys.stderr)
         return 0

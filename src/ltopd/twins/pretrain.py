@@ -220,8 +220,9 @@ def _load_state(state_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimi
         integrity.check(state_dir / STATE_FILE)
         state = torch.load(state_dir / STATE_FILE, map_location="cpu", weights_only=False)
     except Exception as e:
-        print(f"pretrain: not resuming from {state_dir / STATE_FILE} ({str(e).splitlines()[0][:300]}); starting "
-              "from scratch (it is overwritten at the first checkpoint)", file=sys.stderr)
+        why = e.detail if isinstance(e, integrity.Corrupt) else str(e).splitlines()[0][:200]
+        print(f"pretrain: not resuming from {state_dir / STATE_FILE} ({why}); starting from scratch (it is "
+              "overwritten at the first checkpoint)", file=sys.stderr)
         return False
     if state.get("recipe") != recipe:
         print(f"pretrain: {state_dir / STATE_FILE} was saved by another recipe; starting from scratch "
