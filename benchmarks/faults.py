@@ -53,6 +53,8 @@ FAULTS = (
      "3 truncated: train_state checkpoint", "survived"),
     ("tests/twins/test_pretrain.py::test_a_cut_short_build_state_is_not_resumed",
      "3 truncated: release build state", "survived"),
+    ("tests/pipeline/test_unlock.py::test_a_second_run_in_the_same_folder_is_refused_with_the_lock_message",
+     "4 two runs at once in one working dir", "refused"),
     ("tests/pipeline/test_faults.py::test_two_working_directories_share_one_sqlite_store_without_losing_a_run",
      "4 two working dirs, one SQLite store", "survived"),
     ("tests/bench/test_broken_real_data.py::test_an_image_that_does_not_decode",
