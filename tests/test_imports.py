@@ -20,7 +20,8 @@ LIBRARY = ("ltopd.data", "ltopd.selectors", "ltopd.models", "ltopd.bench", "ltop
 # top-level module is a package of its own); it imports its own floor and the floors below.
 FLOORS = (
     ("ltopd", "ltopd.catalog", "ltopd.atomic", "ltopd.codegraph", "ltopd.job_identity", "ltopd.import_trace",
-     "ltopd.jsonl", "ltopd.sections", "ltopd.progress", "ltopd.watchdog", "ltopd.reported"),
+     "ltopd.jsonl", "ltopd.sections", "ltopd.progress", "ltopd.watchdog", "ltopd.reported", "ltopd.preempt",
+     "ltopd.integrity"),
     ("ltopd.data", "ltopd.selectors"),
     ("ltopd.models",),
     ("ltopd.bench",),

@@ -5,6 +5,7 @@ read them."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -12,6 +13,32 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+
+class DiskFull(OSError):
+    """No space left while writing an output: nothing was left at its path (the temporary file or
+    folder is removed); the message names the path and what to do."""
+
+    def __init__(self, dest: str | Path) -> None:
+        super().__init__(errno.ENOSPC, "no space left on device", str(dest))
+
+    def __str__(self) -> str:
+        return (f"no space left on device writing {self.filename} (nothing was left there); free space on "
+                f"{Path(self.filename).parent} and rerun the same command")
+
+
+def disk_full(e: BaseException) -> bool:
+    """Whether `e` says the disk (or the quota) is full: an OSError's errno, or the messages of
+    libraries that wrap it (torch.save: "file write failed"; SQLite: "database or disk is full")."""
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(e).lower()
+    return "no space left" in text or "file write failed" in text or "disk is full" in text
+
+
+def _raise_disk_full(e: BaseException, dest: Path) -> None:
+    if disk_full(e) and not isinstance(e, DiskFull):
+        raise DiskFull(dest) from e
 
 
 def current_umask() -> int:
@@ -56,8 +83,9 @@ def atomic_dir(dest: str | Path) -> Iterator[Path]:
             shutil.rmtree(retired)
         else:
             os.replace(tmp, dest)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        _raise_disk_full(e, dest)
         raise
 
 
@@ -72,9 +100,10 @@ def atomic_file(dest: str | Path, mode: str = "w") -> Iterator[Any]:
             honour_umask(tmp)
             yield fh
         os.replace(tmp, dest)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        _raise_disk_full(e, dest)
         raise
 
 

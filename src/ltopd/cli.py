@@ -33,17 +33,38 @@ def main(argv: list[str] | None = None) -> int:
         from ltopd import import_trace
 
         import_trace.install(os.environ["LTOPD_TRACE_IMPORTS"], job)
-    from ltopd import watchdog
+    from ltopd import preempt, watchdog
+    from ltopd.atomic import DiskFull, disk_full
     from ltopd.config import ConfigError
+    from ltopd.integrity import Corrupt
 
     watchdog.start()  # a job started by Snakemake stops once that Snakemake process is gone
     args = parser().parse_args(argv)
     job.update(module=args.func.__module__, command=args.cmd)
+    restore = preempt.install()  # SIGTERM (SLURM's preemption): save the state, exit preempt.EXIT_CODE
     try:
         return args.func(args)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except preempt.Preempted as e:
+        print(f"ltopd: {e}", file=sys.stderr)
+        return preempt.EXIT_CODE
+    except (DiskFull, Corrupt) as e:  # one line naming the file and what to do
+        print(f"ltopd: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:
+        if getattr(e, "one_line", False):  # broken real data, a short source, an unreachable store: said in full
+            print(f"ltopd: {e}", file=sys.stderr)
+            return 1
+        if not disk_full(e):
+            raise
+        where = getattr(e, "filename", None) or "a file of this job (or the MLflow store)"
+        print(f"ltopd: no space left on device writing {where}; free space and rerun the same command "
+              f"({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})", file=sys.stderr)
+        return 1
+    finally:
+        restore()
 
 
 if __name__ == "__main__":

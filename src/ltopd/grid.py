@@ -183,6 +183,8 @@ def paths(cfg: dict[str, Any]) -> dict[str, str]:
         "student": str(root / "models" / "students" / "{backbone}" / "{method}" / "seed{seed}"),
         "train_metrics": str(root / "metrics" / "train" / "{backbone}" / "{method}" / "seed{seed}.json"),
         "checkpoints": str(root / "train_state" / "{backbone}" / "{method}" / "seed{seed}"),
+        # an evaluation group's finished settings while it runs (a stopped group's rerun skips them)
+        "eval_state": str(root / "train_state" / "evaluate" / "{group}"),
         "efficiency": str(root / "results" / "efficiency" / "{backbone}.json"),
         "prefill_costs": str(root / "results" / "efficiency" / "prefill" / "{backbone}.json"),  # every Table 2 row
         # a catalog table's files (table_outputs): the keys are TABLE_FILES'

@@ -72,9 +72,42 @@ def _retry(fn: Callable[[], T], attempts: int = 30) -> T:
     raise AssertionError("unreachable")
 
 
+class TrackingUnreachable(RuntimeError):
+    """The MLflow server of MLFLOW_TRACKING_URI cannot be reached: the job stops before any work
+    with one line, instead of MLflow's minutes of retries (its HTTP client backs off 7 times)."""
+
+    one_line = True
+
+
+PROBE_TIMEOUT_S = 3.0
+_reached: set[str] = set()
+
+
+def check_reachable(uri: str, timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """For an http(s) store, open one TCP connection to its host within `timeout_s` (once per
+    process); raise TrackingUnreachable otherwise. File and SQLite stores need no network."""
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(uri)
+    if url.scheme not in ("http", "https") or uri in _reached:
+        return
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname or "localhost", port), timeout=timeout_s):
+            pass
+    except OSError as e:
+        raise TrackingUnreachable(
+            f"MLflow server {uri} cannot be reached ({e.strerror or type(e).__name__}); nothing was run. Start it "
+            "(`mlflow server --host ... --port ...`), or unset MLFLOW_TRACKING_URI to log to the profile's "
+            "SQLite store, then rerun the same command") from e
+    _reached.add(uri)
+
+
 def _client(s: Settings):
     from mlflow.tracking import MlflowClient
 
+    check_reachable(s.tracking_uri)
     return _retry(lambda: MlflowClient(tracking_uri=s.tracking_uri))
 
 
@@ -316,7 +349,24 @@ class JobRun:
         return _retry(fn)
 
     def log_artifact(self, path: str | Path) -> None:
-        self.client.log_artifact(self.run_id, str(path))
+        """Copy `path` into the run's artifacts; a full disk there is DiskFull naming the artifact's
+        path (its partial copy removed: a local store keeps no half file)."""
+        from ltopd.atomic import DiskFull, disk_full
+
+        try:
+            self.client.log_artifact(self.run_id, str(path))
+        except Exception as e:
+            if not disk_full(e):
+                raise
+            from urllib.parse import urlparse
+            from urllib.request import url2pathname
+
+            uri = _retry(lambda: self.client.get_run(self.run_id)).info.artifact_uri
+            url = urlparse(uri)
+            dest = Path(url2pathname(url.path)) / Path(path).name if url.scheme in ("file", "") else None
+            if dest is not None:
+                dest.unlink(missing_ok=True)
+            raise DiskFull(dest or f"{uri}/{Path(path).name}") from e
 
     def set_tags(self, tags: dict[str, str]) -> None:
         from mlflow.entities import RunTag
@@ -359,6 +409,8 @@ def job_run(s: Settings, rule: str, wildcards: dict[str, str], params: dict[str,
     """One MLflow run for one rule execution, child of the invocation's parent run if known."""
     from mlflow.entities import Param
 
+    from ltopd import preempt
+
     exp_id = ensure_experiment(s)
     client = _client(s)
     tags = {"rule": rule, "profile": s.profile, "wildcards": json.dumps(wildcards, sort_keys=True),
@@ -380,6 +432,9 @@ def job_run(s: Settings, rule: str, wildcards: dict[str, str], params: dict[str,
     try:
         yield handle
         status = "FINISHED"
+    except preempt.Preempted:  # stopped on request, its state saved: the rerun resumes it
+        status = "KILLED"
+        raise
     finally:
         handle.flush()
         _retry(lambda: client.set_terminated(run.info.run_id, status))

@@ -65,12 +65,16 @@ def test_failure_leaves_nothing_behind(tmp_path, tiny_lt):
     assert list((tmp_path / "out").iterdir()) == []  # no half-written dataset, no temp folder
 
 
-def test_source_smaller_than_quota(tmp_path, tiny_lt):
+def test_source_smaller_than_quota(tmp_path, tiny_lt, record_property):
     lt = copy.deepcopy(tiny_lt)
     lt["sources"]["onethinker"] = {"quota": 7200, "seed": 1, "kind": "jsonl",
                                    "path": str(make_jsonl_source(tmp_path / "s", n=3))}
-    with pytest.raises(ValueError, match="need 7 items but the source has only 3"):
+    # issue 54: one line naming the source that is short, its path, what it has and its quota
+    with pytest.raises(SourceError, match=r"^LT-14K: source onethinker \(.*/s.*\) has 3 records, short of its "
+                                          r"quota of 7; add records or lower lt14k.scale$") as e:
         lt14k.build(lt, WORLD, tmp_path / "lt", progress=False)
+    record_property("line", f"ltopd: {e.value}")  # benchmarks/faults.py prints it
+    assert not (tmp_path / "lt").exists()
     json.dumps(lt)  # the section stays JSON-serialisable (it travels as --spec)
 
 

@@ -24,3 +24,42 @@ def test_unlock_needs_no_cores(tmp_path: Path) -> None:
     done = subprocess.run([snakemake, "--unlock"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Unlocked working directory" in done.stdout + done.stderr
+
+
+@pytest.mark.skipif(shutil.which("snakemake") is None and not (Path(sys.executable).parent / "snakemake").exists(),
+                    reason="needs the snakemake command")
+def test_a_second_run_in_the_same_folder_is_refused_with_the_lock_message(tmp_path: Path, record_property) -> None:
+    """Issue 54, fault 4: two runs at once in one working directory. While the first holds the
+    folder (paused with SIGSTOP once its lock is written, so the test does not race its jobs), the
+    second stops before any job with Snakemake's LockException, whose remedy the README's "After a
+    crash" gives; the first then finishes as if alone."""
+    import os
+    import signal
+    import time
+
+    for name in ("Snakefile", "workflow", "config", "releases", "src"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    snakemake = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or "snakemake"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LTOPD_MLFLOW_", "MLFLOW_"))}
+    cmd = [snakemake, "--cores", "1", "--configfile", "config/smoke.yaml", "runs/smoke/models/tokenizer"]
+    first = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        locks = tmp_path / ".snakemake" / "locks"
+        deadline = time.monotonic() + 300
+        while not (locks.is_dir() and any(locks.iterdir())) and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert first.poll() is None, "the first run ended before it was seen holding the lock"
+        first.send_signal(signal.SIGSTOP)
+        second = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+        out = second.stdout + second.stderr
+        assert second.returncode != 0 and "LockException" in out and "Directory cannot be locked" in out, out[-3000:]
+        assert "--unlock" in out
+        line = next(x for x in out.splitlines() if "Directory cannot be locked" in x)
+        record_property("line", line.strip())
+        first.send_signal(signal.SIGCONT)
+        assert first.wait(timeout=600) == 0  # the first run was not disturbed
+    finally:
+        if first.poll() is None:
+            first.send_signal(signal.SIGCONT)
+            first.kill()
+            first.wait()

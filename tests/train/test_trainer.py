@@ -234,3 +234,66 @@ def test_seeds_give_different_students_where_the_method_samples_nothing(tok, rec
     s0, s0_again, s1 = student(0), student(0), student(1)
     assert all(torch.equal(s0[k], s0_again[k]) for k in s0)
     assert any(not torch.equal(s0[k], s1[k]) for k in s0)
+
+
+def _sigterm_during_update(trainer, at: int) -> None:
+    """A real SIGTERM to this process in the middle of update `at` (1-based), as SLURM's
+    preemption sends it: the handler only sets a flag, the update finishes."""
+    import os
+    import signal
+
+    inner = trainer.step_loss
+
+    def step_loss(records, ratio, step):
+        if step + 1 == at:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return inner(records, ratio, step)
+
+    trainer.step_loss = step_loss
+
+
+@pytest.mark.parametrize("name", ["ltopd", "sft"])
+def test_a_sigterm_mid_update_saves_that_update_and_the_rerun_is_bit_identical(tok, records, tmp_path, name,
+                                                                              record_property) -> None:
+    """Issue 54, fault 1: preemption. The update in progress finishes, its state is saved (not
+    only the last periodic checkpoint's), the loop raises Preempted; the rerun continues from
+    that state to the uninterrupted run's weights, bit for bit."""
+    from ltopd import preempt
+
+    cfg = TrainConfig(**{**CFG.__dict__, "checkpoint_every": 100})  # no periodic checkpoint before the end
+    batches = [records[i:i + 2] for i in (0, 2, 0, 2)]
+    full = make_trainer(backbone(tok), method_spec(name), cfg, total_steps=4)
+    full.fit(batches)
+    stopped = make_trainer(backbone(tok), method_spec(name), cfg, total_steps=4)
+    _sigterm_during_update(stopped, at=3)
+    restore = preempt.install()
+    try:
+        with pytest.raises(preempt.Preempted, match=r"SIGTERM: training state saved in .* after update 3 of 4") as e:
+            stopped.fit(batches, tmp_path)
+        record_property("line", f"ltopd: {e.value}")  # as ltopd.cli prints it; benchmarks/faults.py shows it
+    finally:
+        restore()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("step-")] == ["step-000003"]
+    resumed = make_trainer(backbone(tok), method_spec(name), cfg, total_steps=4)
+    assert [log.step for log in resumed.fit(batches, tmp_path)] == [4]
+    a, b = _weights(full), _weights(resumed)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_cut_short_checkpoint_is_set_aside_with_one_line_and_the_run_starts_over(tok, records, tmp_path,
+                                                                                    capsys, record_property) -> None:
+    """Issue 54, fault 3: a truncated train_state is detected by its seal before torch reads it;
+    the run starts from the beginning and still ends with the uninterrupted weights."""
+    batches = [records[i:i + 2] for i in (0, 2, 0, 2)]
+    full = make_trainer(backbone(tok), method_spec("sft"), CFG, total_steps=4)
+    full.fit(batches)
+    make_trainer(backbone(tok), method_spec("sft"), CFG, total_steps=4).fit(batches, tmp_path, stop_after=2)
+    state = tmp_path / "step-000002" / "state.pt"
+    state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])
+    resumed = make_trainer(backbone(tok), method_spec("sft"), CFG, total_steps=4)
+    assert [log.step for log in resumed.fit(batches, tmp_path)] == [1, 2, 3, 4]
+    err = [line for line in capsys.readouterr().err.splitlines() if "not resuming" in line]
+    assert len(err) == 1 and "step-000002/state.pt" in err[0] and "truncated or corrupted" in err[0]
+    record_property("line", err[0])
+    a, b = _weights(full), _weights(resumed)
+    assert all(torch.equal(a[k], b[k]) for k in a)

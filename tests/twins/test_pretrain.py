@@ -253,3 +253,67 @@ def test_a_fresh_optimizer_stage_equals_a_new_run_from_the_weights_before_it(tok
         seed_state(tmp_path / "x", seeded.model, PretrainConfig(stages=(a, Stage("b", 2)), batch_size=2), None, 2)
     with pytest.raises(ValueError, match="no stage starts at update 3"):
         seed_state(tmp_path / "x", seeded.model, cfg, None, 3)
+
+
+def test_a_sigterm_mid_update_saves_the_build_state_and_the_rerun_is_bit_identical(tok, records, tmp_path,
+                                                                                   record_property):
+    """Issue 54, fault 1, for a release build's pretraining: SIGTERM during update 2 of 4 finishes
+    that update, saves the state (no periodic checkpoint is due) and raises Preempted; the rerun
+    resumes there and ends with the uninterrupted weights, bit for bit."""
+    import os
+    import signal
+
+    import ltopd.twins.pretrain as pretrain_module
+    from ltopd import preempt
+
+    cfg = PretrainConfig(stages=(Stage("a", 2, final_lr_ratio=0.5), Stage("b", 2)), batch_size=2, seed=5,
+                         warmup_steps=1)
+
+    def sources():
+        return {"a": lambda start: itertools.islice(itertools.cycle(records), start, None),
+                "b": lambda start: itertools.islice(itertools.cycle(records[::-1]), start, None)}
+
+    whole = make_backbone(tok, seed=1)
+    full = pretrain(whole, sources(), cfg)
+    answer = pretrain_module.STAGE_OBJECTIVES["answer"]
+    calls = []
+
+    def sigterm_in_update_2(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return answer(*a, **k)
+
+    restore = preempt.install()
+    pretrain_module.STAGE_OBJECTIVES["answer"] = sigterm_in_update_2
+    try:
+        with pytest.raises(preempt.Preempted, match=r"pretraining state saved in .*pretrain_state.pt after update 2 "
+                                                    r"of 4") as e:
+            pretrain(make_backbone(tok, seed=1), sources(), cfg, state_dir=tmp_path, checkpoint_every=100)
+        record_property("line", f"ltopd: {e.value}")  # as ltopd.cli prints it; benchmarks/faults.py shows it
+    finally:
+        pretrain_module.STAGE_OBJECTIVES["answer"] = answer
+        restore()
+    resumed_bb = make_backbone(tok, seed=1)
+    resumed = pretrain(resumed_bb, sources(), cfg, state_dir=tmp_path)
+    assert resumed.steps == 4 and resumed.losses == full.losses
+    for a, b in zip(resumed_bb.model.parameters(), whole.model.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_a_cut_short_build_state_is_not_resumed(tok, records, tmp_path, capsys, record_property):
+    """Issue 54, fault 3: a truncated pretrain_state.pt is caught by its seal; the run starts from
+    scratch (one line naming the file) to the same weights."""
+    cfg = PretrainConfig(stages=(Stage("a", 2),), batch_size=2, seed=5, warmup_steps=1)
+    whole = make_backbone(tok, seed=1)
+    pretrain(whole, itertools.cycle(records), cfg)
+    pretrain(make_backbone(tok, seed=1), itertools.cycle(records), cfg, state_dir=tmp_path, stop_after=1)
+    state = tmp_path / "pretrain_state.pt"
+    state.write_bytes(state.read_bytes()[:1000])
+    again = make_backbone(tok, seed=1)
+    assert pretrain(again, itertools.cycle(records), cfg, state_dir=tmp_path).steps == 2
+    (line,) = [x for x in capsys.readouterr().err.splitlines() if "not resuming" in x]
+    assert f"not resuming from {state} (truncated or corrupted" in line and "starting from scratch" in line
+    record_property("line", line)
+    for a, b in zip(again.model.parameters(), whole.model.parameters()):
+        assert torch.equal(a, b)

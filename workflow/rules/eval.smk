@@ -74,6 +74,7 @@ for (_bb, _student, _seed), _jobs in grid.eval_groups(config).items():
             model=model_arg(lambda wildcards, path=eval_model(_bb, _student, _seed): path),
             weights=eval_release_weights(_bb, _student),
             settings=eval_group_settings(_jobs),
+            state=PATHS["eval_state"].format(group=grid.group_name(_bb, _student, _seed)),
             backbone=_bb,
             seed=_seed,
         threads: EVAL_THREADS
@@ -90,7 +91,8 @@ for (_bb, _student, _seed), _jobs in grid.eval_groups(config).items():
             "../../envs/ltopd.yaml"
         shell:
             "ltopd evaluate-group --spec {params.spec:q} --backbone {params.backbone} --model {params.model} "
-            "--seed {params.seed} --settings {params.settings:q} --threads {threads} --rule evaluate > {log} 2>&1"
+            "--seed {params.seed} --settings {params.settings:q} --state {params.state:q} --threads {threads} "
+            "--rule evaluate > {log} 2>&1"
 
 
 rule all_evaluations:

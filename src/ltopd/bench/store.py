@@ -8,6 +8,7 @@ from typing import Any
 
 import datasets
 
+from ltopd import integrity
 from ltopd.atomic import atomic_dir
 from ltopd.data.records import FEATURES, encode_images
 from ltopd.data.rows import rows
@@ -33,6 +34,7 @@ def save_records(records: list[dict], out: str | Path) -> Path:
     rows = [encode_images({k: r[k] for k in BENCH_FEATURES}, encoded) for r in records]
     with atomic_dir(out) as tmp:
         datasets.Dataset.from_list(rows, features=BENCH_FEATURES).save_to_disk(str(tmp))
+        integrity.seal_dir(tmp)  # load_saved checks it: a cut-short record set is never evaluated
     return Path(out)
 
 
@@ -43,4 +45,5 @@ def load_saved(path: str | Path) -> list[dict]:
     if not (path / "dataset_info.json").is_file():
         raise FileNotFoundError(f"{path}: not a saved benchmark (no dataset_info.json); "
                                 f"build it with `ltopd build-bench`")
+    integrity.check(path)  # Corrupt, one line naming the cut-short file
     return rows(datasets.load_from_disk(str(path)))

@@ -55,6 +55,13 @@ def build(lt: dict[str, Any], world: dict[str, Any], out_dir: str | Path, progre
     datasets.disable_progress_bars()  # our own bar counts questions; theirs would interleave with it
     quotas, mix = plan(lt)
     pools = {k: open_pool(k, lt["sources"][k], quotas[k], lt["pool_factor"], world) for k in quotas}
+    short = [k for k in pools if pools[k].size < quotas[k]]
+    if short:  # before any row is read: name each source that cannot fill its quota
+        from ltopd.data.sources import SourceError
+
+        raise SourceError("LT-14K: " + "; ".join(
+            f"source {k} ({lt['sources'][k].get('path') or 'synthetic'}) has {pools[k].size} records, short of its "
+            f"quota of {quotas[k]}" for k in short) + "; add records or lower lt14k.scale")
     picks = {k: pick(pools[k].size, quotas[k], lt["sources"][k]["seed"]) for k in pools}
     digest = hashlib.sha256()
     shards, rows = [], []

@@ -27,7 +27,10 @@ REQUIRED = ("question", "answer", "image")
 
 
 class SourceError(ValueError):
-    """A source path is missing, empty or lacks a needed field."""
+    """A source path is missing, empty, short of its quota or lacks a needed field (one line;
+    `ltopd.cli` prints it without a traceback)."""
+
+    one_line = True
 
 
 @dataclass

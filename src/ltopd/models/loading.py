@@ -7,6 +7,7 @@ from pathlib import Path
 
 from transformers import PreTrainedTokenizerFast
 
+from ltopd import integrity
 from ltopd.atomic import atomic_dir
 from ltopd.models import addons, fast_paths
 from ltopd.models.backbone import Backbone, family_ops
@@ -23,6 +24,7 @@ def load_backbone(path: str | Path) -> Backbone:
         raise FileNotFoundError(f"backbone directory {directory} does not exist")
     if (directory / MANIFEST).is_file():
         verify_weights(directory)  # ReleaseError naming the file: a corrupted or edited release
+    integrity.check(directory)  # a sealed folder (a trained student): Corrupt naming a cut-short file
     config_file = directory / "config.json"
     if not config_file.is_file():
         raise FileNotFoundError(f"{directory} has no config.json: not a saved model")

@@ -22,6 +22,8 @@ REBUILD = "snakemake --cores all release_twins"
 class ReleaseError(RuntimeError):
     """A release folder that is missing, incomplete, or whose weights do not match its manifest."""
 
+    one_line = True
+
 
 def weight_hashes(folder: Path) -> dict[str, str]:
     return {p.name: sha256_file(p) for p in sorted(folder.glob("*.safetensors"))}

@@ -58,14 +58,63 @@ def vision_pass(method: str, ratio: float) -> tuple[str, float]:
     return ("shared", 1.0)
 
 
+def _finished(state: Path, t: EvalTarget) -> Path:
+    """Where a group's resumable state keeps a finished setting's files."""
+    return state / t.benchmark / t.method / f"{t.budget:g}"
+
+
+def _copy(src: Path, dest: Path) -> None:
+    """`src`'s files (predictions.jsonl, then metrics.json: the file Snakemake waits for) into
+    `dest`, each written atomically and sealed (ltopd.integrity)."""
+    from ltopd import integrity
+    from ltopd.atomic import atomic_file
+
+    for name in ("predictions.jsonl", "metrics.json"):
+        with atomic_file(dest / name, "wb") as fh:
+            fh.write((src / name).read_bytes())
+        integrity.seal_file(dest / name)
+
+
+def _restore(state: Path, t: EvalTarget) -> dict[str, Any] | None:
+    """A setting the group finished before it was stopped, copied to its outputs; None when
+    there is none (or its saved files are cut short: one line, and it is evaluated again)."""
+    from ltopd import integrity
+
+    kept = _finished(state, t)
+    if not (kept / "metrics.json").is_file():
+        return None
+    try:
+        for name in ("predictions.jsonl", "metrics.json"):
+            if not integrity.check(kept / name):
+                raise integrity.Corrupt(kept / name, "not sealed")
+    except integrity.Corrupt as e:
+        print(f"ltopd: {e.file}: {e.detail}; evaluating that setting again", flush=True)
+        return None
+    _copy(kept, Path(t.out_dir))
+    return json.loads((kept / "metrics.json").read_text())
+
+
 def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, seed: int, model: str,
-              targets: Sequence[EvalTarget], rule: str = "evaluate", progress: bool = True) -> list[dict[str, Any]]:
-    """Evaluate `model` on every target; returns the metrics written, in target order."""
+              targets: Sequence[EvalTarget], rule: str = "evaluate", progress: bool = True,
+              state_dir: str | Path | None = None) -> list[dict[str, Any]]:
+    """Evaluate `model` on every target; returns the metrics written, in target order.
+
+    With `state_dir`, each finished setting is also kept there (outside the outputs, which
+    Snakemake removes when a job fails), under the group's identity (ltopd.job_identity: its
+    settings, model, records and code). A group stopped by SIGTERM (SLURM's preemption) saves
+    there after the vision pass in progress and exits (ltopd.preempt); its rerun copies the
+    finished settings back and evaluates only the others (each setting's answers do not depend
+    on which others share its pass: tests/pipeline/test_grouped_evaluation.py). The folder is
+    removed once every setting is written."""
+    import shutil
+
+    from ltopd import preempt
     from ltopd.bench.evaluate import evaluate_settings
     from ltopd.bench.evidence import instructed, text_only
     from ltopd.bench.store import load_saved
     from ltopd.catalog import method as method_entry
     from ltopd.grid import eval_setting, reduction_defaults
+    from ltopd.job_identity import claim, identity
     from ltopd.models.downsample import downsampled, pixels_key
     from ltopd.models.loading import load_backbone
 
@@ -73,9 +122,21 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, seed
     floor, batch_size, train_selector = defaults.floor, spec["evaluation"]["batch_size"], defaults.selector
     backbone = load_backbone(model)
     written: dict[int, dict[str, Any]] = {}
+    state = Path(state_dir) if state_dir is not None else None
+    if state is not None:
+        inputs = {"model": model, **{f"records {t.benchmark}": t.records for t in targets}}
+        if claim(state, identity({"spec": spec, "backbone": backbone_name, "seed": seed}, inputs, (__name__,))):
+            for i, t in enumerate(targets):
+                restored = _restore(state, t)
+                if restored is not None:
+                    written[i] = restored
+            if written:
+                print(f"resumed: {len(written)} of {len(targets)} settings were finished before the job was "
+                      f"stopped (kept in {state}); evaluating the other {len(targets) - len(written)}", flush=True)
     by_benchmark: dict[tuple[str, str], list[int]] = {}
     for i, t in enumerate(targets):
-        by_benchmark.setdefault((t.benchmark, t.records), []).append(i)
+        if i not in written:
+            by_benchmark.setdefault((t.benchmark, t.records), []).append(i)
     for (benchmark, records_dir), in_set in by_benchmark.items():
         records = load_saved(records_dir)
         if benchmark in spec.get("evidence", ()):  # a twin taught to answer it evidence-first is asked so
@@ -106,11 +167,18 @@ def run_group(spec: dict[str, Any], settings: Settings, backbone_name: str, seed
                         **({"weights_sha256": spec["external"]["sha256"]} if spec.get("external") else {})}
                 written[i] = write_setting(Path(t.out_dir), rows, {**meta, **metrics}, settings, rule, key, spec,
                                            {"model": model, "records": records_dir})
+                if state is not None:
+                    _copy(Path(t.out_dir), _finished(state, t))
                 # "[k/N settings]" first: the line the logger plugin shows while a long group runs
                 print(f"[{len(written)}/{len(targets)} settings] {benchmark} | {backbone_name} {t.method} at "
                       f"{t.budget:g} (seed {seed}): "
                       f"score {metrics['score']:.2f}, {metrics['n']} questions, {metrics['n_unparsed']} unparsed",
                       flush=True)
+            if state is not None and len(written) < len(targets):
+                preempt.stop(f"evaluation state saved in {state}: {len(written)} of {len(targets)} settings "
+                             "finished, the rerun evaluates only the others")
+    if state is not None:
+        shutil.rmtree(state, ignore_errors=True)  # every setting is written: the state has served
     return [written[i] for i in range(len(targets))]
 
 
@@ -131,6 +199,7 @@ def write_setting(out: Path, rows: list[dict[str, Any]], metrics: dict[str, Any]
                   rule: str, key: dict[str, Any], spec: dict[str, Any], inputs: dict[str, str]) -> dict[str, Any]:
     """predictions.jsonl, then its MLflow run, then metrics.json last (the file Snakemake and the
     tables wait for), each written atomically."""
+    from ltopd import integrity
     from ltopd.atomic import atomic_file, write_json
     from ltopd.lineage import records_name, use_dataset, use_model
     from ltopd.pipeline.spec import numbers
@@ -138,6 +207,7 @@ def write_setting(out: Path, rows: list[dict[str, Any]], metrics: dict[str, Any]
 
     with atomic_file(out / "predictions.jsonl") as fh:
         fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    integrity.seal_file(out / "predictions.jsonl")  # the tables check both files before they score them
     with job_run(settings, rule, {k: str(v) for k, v in key.items()}, spec, inputs=inputs) as run:
         # measured on these records (the run's dataset input); the score is also the evaluated model's,
         # for its page, without the records: a model's datasets read as what it was trained on
@@ -147,6 +217,7 @@ def write_setting(out: Path, rows: list[dict[str, Any]], metrics: dict[str, Any]
                         model_id=use_model(run, inputs["model"], **external_model(spec, key["method"])))
         run.log_artifact(out / "predictions.jsonl")
     write_json(out / "metrics.json", metrics)
+    integrity.seal_file(out / "metrics.json")
     return metrics
 
 
@@ -173,6 +244,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         else:
             s.add_argument("--settings", required=True, help='JSON list of {"method", "budget", "benchmark", '
                            '"records", "out_dir"}: the group\'s settings (rule evaluate_*)')
+            s.add_argument("--state", help="folder for the finished settings of a stopped group (resumable: a rerun "
+                                           "evaluates only the settings it had not finished)")
         s.set_defaults(func=main)
 
 
@@ -193,7 +266,8 @@ def main(args: Any) -> int:
         targets = parse_targets(args.settings, args.method)
     else:
         targets = [EvalTarget(args.method, args.budget, args.benchmark, args.records, args.out_dir)]
-    run_group(spec, settings, args.backbone, args.seed, args.model, targets, rule=args.rule)
+    run_group(spec, settings, args.backbone, args.seed, args.model, targets, rule=args.rule,
+              state_dir=getattr(args, "state", None))
     methods = ", ".join(dict.fromkeys(t.method for t in targets))
     print(f"{args.backbone} {methods} seed {args.seed}: {len(targets)} settings in "
           f"{time.perf_counter() - start:.1f} s")

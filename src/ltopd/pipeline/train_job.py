@@ -46,6 +46,7 @@ class NoRun:
 def train(args: argparse.Namespace) -> int:
     import torch
 
+    from ltopd import integrity
     from ltopd.atomic import write_json
     from ltopd.lineage import log_model, use_dataset, use_model
     from ltopd.models.loading import save_backbone
@@ -91,6 +92,7 @@ def train(args: argparse.Namespace) -> int:
         if not main:
             return 0
         save_backbone(student, args.out)
+        integrity.seal_dir(args.out)  # the evaluations check the student's bytes before they load it
         # the student as a logged model of this run: its identity and settings; on its page, what it
         # was trained on (LT-14K: its final update's metrics, at that update's step, so the run's
         # curves gain no point and no single-bar `last_*` copy) and the run's length

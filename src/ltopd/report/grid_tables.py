@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ltopd import integrity
 from ltopd.catalog import BENCHMARKS, EXTERNAL_PREFIX, METHODS
 from ltopd.catalog import method as method_entry
 from ltopd.jsonl import read_jsonl
@@ -67,6 +68,7 @@ def load_results(files: Sequence[str | Path]) -> list[dict[str, Any]]:
     benchmark and seed)."""
     out = []
     for f in files:
+        integrity.check(f)  # sealed by `ltopd evaluate`: a cut-short file is refused, never scored
         m = json.loads(Path(f).read_text())
         missing = [k for k in ("backbone", "method", "budget", "benchmark", "seed", "score") if k not in m]
         if missing:
@@ -207,6 +209,7 @@ def load_predictions(files: Sequence[str | Path]) -> dict[tuple[str, str, float,
         f = Path(f)
         (m,) = load_results([f.parent / "metrics.json"])
         key = (m["backbone"], m["method"], float(m["budget"]), m["benchmark"], int(m["seed"]))
+        integrity.check(f)
         rows = read_jsonl(f)  # a bad line: ValueError naming file and line
         if key in out:
             raise ValueError(f"{f}: a second predictions file for {key}")

@@ -10,6 +10,7 @@ weights as an uninterrupted one (tests/train/test_trainer.py).
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any
 
 import torch
 
+from ltopd import integrity, preempt
 from ltopd.atomic import atomic_dir
 from ltopd.models.backbone import Backbone
 from ltopd.train import curriculum
@@ -179,16 +181,34 @@ class Trainer:
         dest = ckpt_dir / f"step-{step:06d}"
         with atomic_dir(dest) as tmp:
             torch.save(self.state(step), tmp / "state.pt")
+            integrity.seal_dir(tmp)  # the resume checks it: a cut-short state is never loaded
         for old in ckpt_dir.glob("step-*"):
             if old != dest and old.is_dir():
                 shutil.rmtree(old)
 
     def resume(self, ckpt_dir: Path) -> int:
         """The number of completed updates restored from the newest checkpoint (0 if none)."""
-        steps = sorted(ckpt_dir.glob("step-*/state.pt"))
-        if not steps:
-            return 0
-        return self.load_state(torch.load(steps[-1], weights_only=False))
+        for state in sorted(ckpt_dir.glob("step-*/state.pt"), reverse=True):
+            try:
+                integrity.check(state.parent)
+                return self.load_state(torch.load(state, weights_only=False))
+            except Exception as e:  # truncated or corrupted: set aside, fall back to an older state or the start
+                aside = state.parent.with_name(state.parent.name + ".corrupt")
+                shutil.rmtree(aside, ignore_errors=True)
+                state.parent.rename(aside)
+                why = e.detail if isinstance(e, integrity.Corrupt) else str(e).splitlines()[0][:200]
+                print(f"ltopd: not resuming from {state} ({why}); set aside as "
+                      f"{aside.name}, resuming from the state before it (none: from the start; the result "
+                      "is the same)", file=sys.stderr)
+        return 0
+
+    def _stop_requested(self) -> bool:
+        """Whether a stop signal came (any rank's, so that all ranks save and stop together)."""
+        stop = preempt.requested()
+        if self.accelerator.num_processes > 1:
+            flag = torch.tensor([float(stop)], device=self.accelerator.device)
+            stop = bool(self.accelerator.reduce(flag, "sum").item() > 0)
+        return stop
 
     # -- the loop -----------------------------------------------------------------------------
     def fit(self, batches: Sequence[Sequence[Mapping[str, Any]]], ckpt_dir: str | Path | None = None,
@@ -227,6 +247,11 @@ class Trainer:
             if on_step:
                 on_step(log)
             done = step + 1
-            if ckpt and (done % self.cfg.checkpoint_every == 0 or done == self.total_steps):
-                self.save_checkpoint(ckpt, done)
+            stop = bool(ckpt) and done < self.total_steps and self._stop_requested()
+            if ckpt and (stop or done % self.cfg.checkpoint_every == 0 or done == self.total_steps):
+                self.save_checkpoint(ckpt, done)  # stop: preempted (SIGTERM) mid-run, this update kept
+            if stop:
+                if not preempt.requested():  # another rank's signal: every rank stops here
+                    preempt.request("SIGTERM (another rank)")
+                preempt.stop(f"training state saved in {ckpt} after update {done} of {self.total_steps}")
         return logs

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from ltopd import integrity, preempt
 from ltopd.data.world import WorldConfig, generate_task_item
 from ltopd.models.backbone import Backbone
 from ltopd.models.parts import GROUPS, parameter_groups
@@ -207,13 +208,22 @@ def _save_state(state_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimi
                 "samples": metrics.samples, "losses": metrics.losses, "wall_s": metrics.wall_s,
                 "stage_final_loss": metrics.stage_final_loss, "recipe": recipe, **extra}, tmp)
     tmp.replace(state_dir / STATE_FILE)
+    integrity.seal_file(state_dir / STATE_FILE)  # checked before a resume: a cut-short state is never loaded
 
 
 def _load_state(state_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimizer, metrics: PretrainMetrics,
                 heads: DenseHeads | None, recipe: Any) -> bool:
     """Resume from the saved state when the same recipe saved it; False (nothing loaded) when
-    another recipe did: its weights would silently continue a different run."""
-    state = torch.load(state_dir / STATE_FILE, map_location="cpu", weights_only=False)
+    another recipe did: its weights would silently continue a different run, and when the state
+    is truncated or corrupted (one line; the run starts from scratch, to the same weights)."""
+    try:
+        integrity.check(state_dir / STATE_FILE)
+        state = torch.load(state_dir / STATE_FILE, map_location="cpu", weights_only=False)
+    except Exception as e:
+        why = e.detail if isinstance(e, integrity.Corrupt) else str(e).splitlines()[0][:200]
+        print(f"pretrain: not resuming from {state_dir / STATE_FILE} ({why}); starting from scratch (it is "
+              "overwritten at the first checkpoint)", file=sys.stderr)
+        return False
     if state.get("recipe") != recipe:
         print(f"pretrain: {state_dir / STATE_FILE} was saved by another recipe; starting from scratch "
               "(it is overwritten at the first checkpoint)", file=sys.stderr)
@@ -353,8 +363,12 @@ def pretrain(
                     on_step(PretrainLog(metrics.steps, stage.name, metrics.losses[-1],
                                         {g["name"]: g["lr"] for g in opt.param_groups}, metrics.samples,
                                         metrics.wall_s))
-                if state_path is not None and checkpoint_every and metrics.steps % checkpoint_every == 0:
+                stop = state_path is not None and metrics.steps < last and preempt.requested()
+                if state_path is not None and (stop or checkpoint_every and metrics.steps % checkpoint_every == 0):
                     _save_state(state_path, model, opt, metrics, heads, fingerprint)
+                if stop:  # SIGTERM (preempted): the state of this update is saved; the rerun resumes it
+                    preempt.stop(f"pretraining state saved in {state_path / STATE_FILE} after update "
+                                 f"{metrics.steps} of {total}")
     finally:
         model.train(was_training)
     metrics.wall_s = time.perf_counter() - start

@@ -37,7 +37,10 @@ LETTER_BENCHMARKS = ("vstar", "hrbench4k", "mmbench", "muirbench", "mvbench")
 
 
 class RealFormatError(ValueError):
-    """A benchmark file is unreadable or lacks a column its scorer needs."""
+    """A benchmark file is unreadable or lacks a column its scorer needs (one line: the file, the
+    row and the field; `ltopd.cli` prints it without a traceback)."""
+
+    one_line = True
 
 
 # ------------------------------------------------------------------ reading rows
@@ -94,6 +97,17 @@ def _as_list(value: Any) -> list:
 
 
 def _decode(value: Any, where: str) -> Image.Image:
+    """The image a cell holds, decoded now (a file that does not decode fails here, naming the row
+    and the field, not in an evaluation job hours later)."""
+    try:
+        return _open(value, where).convert("RGB")
+    except RealFormatError:
+        raise
+    except Exception as e:  # noqa: BLE001 -- PIL's errors for bytes that are no image, or cut short
+        raise RealFormatError(f"{where}: image does not decode ({type(e).__name__}: {str(e)[:120]})") from e
+
+
+def _open(value: Any, where: str) -> Image.Image:
     if isinstance(value, Image.Image):
         img = value
     elif isinstance(value, dict) and value.get("bytes"):
@@ -106,10 +120,11 @@ def _decode(value: Any, where: str) -> Image.Image:
         try:
             img = Image.open(io.BytesIO(base64.b64decode(value)))
         except Exception as e:  # noqa: BLE001 -- any decoding failure is a format error
-            raise RealFormatError(f"{where}: image is neither base64 nor a row reference") from e
+            raise RealFormatError(f"{where}: image does not decode (neither base64 of an image nor a row "
+                                  "reference)") from e
     else:
         raise RealFormatError(f"{where}: cannot read an image from a {type(value).__name__}")
-    return img.convert("RGB")
+    return img
 
 
 class _Images:
@@ -132,7 +147,7 @@ class _Images:
             return cell.strip()
         return None if _blank(row.get("index")) else str(row.get("index"))
 
-    def of(self, row: dict) -> list[Image.Image]:
+    def of(self, row: dict, where: str | None = None) -> list[Image.Image]:
         out: list[Image.Image] = []
         for col in self.columns:
             cell = row.get(col)
@@ -143,9 +158,9 @@ class _Images:
                 if target is None:
                     raise RealFormatError(f"{self.where}: image refers to missing index {cell}")
                 cell = target[col]
-            out += [_decode(v, self.where) for v in _as_list(cell) if _present(v)]
+            out += [_decode(v, f"{where or self.where}, field '{col}'") for v in _as_list(cell) if _present(v)]
         if not out:
-            raise RealFormatError(f"{self.where}: row {row.get('index')} has no image")
+            raise RealFormatError(f"{where or self.where}: row {row.get('index')} has no image")
         return out
 
 
@@ -173,7 +188,22 @@ def _letter(answer: Any, options: list[str], where: str) -> str:
     for i, option in enumerate(options):
         if text.lower() == option.strip().lower():
             return chr(ord("A") + i)
-    raise RealFormatError(f"{where}: answer {text!r} is neither an option letter nor an option")
+    raise RealFormatError(f"{where}, field 'answer': {text!r} is neither an option letter nor an option")
+
+
+def _answer(row: dict, name: str, where: str) -> Any:
+    """The reference answer: text (or a list of texts for TextVQA's answers), of the type the
+    benchmark's scorer reads."""
+    col = _need(row, ("answer", "answers"), where, "the reference")
+    value = row[col]
+    single = name in LETTER_BENCHMARKS or name == "pope"
+    if isinstance(value, bool) or not isinstance(value, (str, int, list, tuple)) \
+            or (isinstance(value, (list, tuple)) and (single or not all(isinstance(v, str) for v in value))):
+        raise RealFormatError(f"{where}, field '{col}': expected {'text' if single else 'text or a list of texts'}, "
+                              f"got {type(value).__name__} {str(value)[:40]!r}")
+    if name == "pope" and str(value).strip().lower() not in ("yes", "no"):
+        raise RealFormatError(f"{where}, field '{col}': POPE's answer must be yes or no, got {str(value)[:40]!r}")
+    return value
 
 
 def _need(row: dict, columns: tuple[str, ...], where: str, purpose: str) -> str:
@@ -286,7 +316,8 @@ def load_real(name: str, path: str | Path) -> list[dict]:
         raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(sorted(EXTRAS))}")
     rows = read_rows(path)
     if not rows:
-        raise RealFormatError(f"{path}: holds no rows")
+        raise RealFormatError(f"{path}: holds no rows (an empty split); point the profile's "
+                              f"evaluation.benchmarks.{name}.path at the split with the questions")
     if "video" in rows[0] and not any(c in rows[0] for c in IMAGE_COLUMNS):
         raise RealFormatError(f"{path}: videos are not decoded; give the frames as an image "
                               f"list in an 'images' / 'frames' column")
@@ -296,10 +327,10 @@ def load_real(name: str, path: str | Path) -> list[dict]:
         where = f"{path} (row {i})"
         options = _options(row)
         key = row.get("index", row.get("id", row.get("question_id", i)))
-        rec = {"id": f"{name}-{key}", "source": name, "images": images.of(row),
+        rec = {"id": f"{name}-{key}", "source": name, "images": images.of(row, where),
                "question": _question(row, where), "options": options,
-               "answer": row[_need(row, ("answer", "answers"), where, "the reference")]
-               if name != "textvqa" else "", "task": "", "_owner": images.owner(row)}
+               "answer": _answer(row, name, where) if name != "textvqa" else "", "task": "",
+               "_owner": images.owner(row)}
         if name in LETTER_BENCHMARKS:
             rec["answer"] = _letter(rec["answer"], options, where)
         elif name == "pope":
@@ -314,6 +345,12 @@ def load_real(name: str, path: str | Path) -> list[dict]:
         rec["meta"] = json.dumps({"benchmark": name, "template": f"{name}/{rec['task']}",
                                   "source_index": i, **fields}, sort_keys=True)
         records.append(rec)
-    if len({r["id"] for r in records}) != len(records):
-        raise RealFormatError(f"{path}: duplicate ids (index / id column is not unique)")
+    first: dict[str, int] = {}
+    for i, rec in enumerate(records):
+        if rec["id"] in first:
+            col = next((c for c in ("index", "id", "question_id") if c in rows[i]), "index")
+            raise RealFormatError(f"{path} (row {i}), field '{col}': duplicate question id "
+                                  f"{rec['id'].removeprefix(name + '-')!r} (first in row {first[rec['id']]}); "
+                                  "each question needs its own id")
+        first[rec["id"]] = i
     return _rotate_missing(records) if name == "mmbench" else records
