@@ -124,18 +124,21 @@ def test_a_preempted_evaluation_group_reruns_only_the_settings_it_had_not_finish
 
     original = evaluate_module.evaluate_settings
     passes: list[str] = []
+    signalled: list[float] = []
 
     def evaluate_settings(bb, records, bench, settings, *a, **k):
         passes.append(bench)
         if len(passes) == 1:
+            signalled.append(time.monotonic())
             os.kill(os.getpid(), signal.SIGTERM)  # as SLURM preempts: the handler sets a flag
         return original(bb, records, bench, settings, *a, **k)
 
     monkeypatch.setattr(evaluate_module, "evaluate_settings", evaluate_settings)
     out, state = tmp_path / "out", tmp_path / "state"
-    start = time.monotonic()
     assert main(_group(made, out, state=state)) == preempt.EXIT_CODE
-    assert time.monotonic() - start < 30  # within SLURM's default grace period (KillWait 30 s)
+    # the pass in progress finished and was saved well within a grace period (SLURM's KillWait: 30 s
+    # by default; sites set GraceTime per partition): seconds here, under a minute on a loaded machine
+    assert time.monotonic() - signalled[0] < 60
     line = _one_line(capsys.readouterr().err)
     assert f"evaluation state saved in {state}: 2 of 4 settings finished" in line
     shutil.rmtree(out)  # Snakemake removes the outputs of a failed job

@@ -41,7 +41,8 @@ def test_a_second_run_in_the_same_folder_is_refused_with_the_lock_message(tmp_pa
         (tmp_path / name).symlink_to(ROOT / name)
     snakemake = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or "snakemake"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LTOPD_MLFLOW_", "MLFLOW_"))}
-    cmd = [snakemake, "--cores", "1", "--configfile", "config/smoke.yaml", "runs/smoke/models/tokenizer"]
+    # the target before --configfile, which takes several values
+    cmd = [snakemake, "runs/smoke/models/tokenizer", "--cores", "1", "--configfile", "config/smoke.yaml"]
     first = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         locks = tmp_path / ".snakemake" / "locks"
