@@ -175,7 +175,8 @@ class Eta:
             return 0.0
         # busy job-seconds (the running jobs' so far too) per wall second since the first job started:
         # Snakemake's own start-up before it is no job's
-        since = now - (self.first_job if self.first_job is not None else self.start or now)
+        origin = self.first_job if self.first_job is not None else self.start
+        since = now - origin if origin is not None else 0.0
         running = sum(now - t for t in self.running.values())
         if busy and since > 0:
             parallelism = max(1.0, (sum(busy) + running) / since)
