@@ -6,9 +6,10 @@ times its kind's factor: the time this run's finished jobs of that kind took ove
 else the last run's factor for the kind, else this run's pooled factor over every finished job
 (shrunk towards the last run's, or 1, by SHRINK_S prior seconds: the first small jobs of a run say
 little about its long ones). The work left (a running job: its expected cost less the time it has
-run) is divided by the parallelism observed so far (busy job-seconds per wall second; the run's
-cores before the first job ends), and is never less than the longest job left. Without a cost plan
-every job is one unit of its kind, so the ETA weighs by the mean time of each kind.
+run) is divided by the parallelism observed so far (busy job-seconds, running jobs' included, per
+wall second since the first job started; the run's cores before the first job ends), and is
+never less than the longest job left. Without a cost plan every job is one unit of its kind, so
+the ETA weighs by the mean time of each kind.
 """
 from __future__ import annotations
 
@@ -83,6 +84,7 @@ class Eta:
         self.times: dict[str, list[float]] = defaultdict(list)
         self.expected: dict[str, list[float]] = defaultdict(list)  # the finished jobs' priors
         self.start: float | None = None
+        self.first_job: float | None = None
 
     def set_records(self, records: Mapping[str, tuple[float, float]]) -> None:
         self.base = {k: s / e for k, (s, e) in records.items() if e > 0 and s > 0}
@@ -107,6 +109,7 @@ class Eta:
 
     def started(self, key: str, now: float) -> None:
         self.running[key] = now
+        self.first_job = now if self.first_job is None else min(self.first_job, now)
 
     def finished(self, rule: str, seconds: float, now: float, key: str | None = None) -> None:
         if self.start is None:
@@ -170,8 +173,13 @@ class Eta:
         left = self._left(now)
         if not left:
             return 0.0
-        if busy and self.elapsed(now) > 0:
-            parallelism = max(1.0, sum(busy) / self.elapsed(now))
+        # busy job-seconds (the running jobs' so far too) per wall second since the first job started:
+        # Snakemake's own start-up before it is no job's
+        origin = self.first_job if self.first_job is not None else self.start
+        since = now - origin if origin is not None else 0.0
+        running = sum(now - t for t in self.running.values())
+        if busy and since > 0:
+            parallelism = max(1.0, (sum(busy) + running) / since)
         else:
             parallelism = float(self.cores or 1)
         return max(sum(left) / min(parallelism, len(left)), max(left))
