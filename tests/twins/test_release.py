@@ -389,6 +389,9 @@ def test_a_release_that_continues_another_starts_from_its_weights_on_another_wor
     assert start["mode"] == "continues" and start["weights_sha256"] == verify_weights(parent)["weights_sha256"]
     assert start["parent_recipe"] == verify_weights(parent)["recipe"]
     assert made["pretraining"]["steps"] == 2 and made["recipe"]["entry"]["continues"] == str(parent)
+    from ltopd.report import releases
+
+    assert f"continuing the release `{parent}` (4 updates" in releases.render({"qwen35-tiny": made}, out.parent)
     # the two updates moved the parent's weights, and nothing else was rebuilt from scratch
     mine, theirs = load_backbone(out).model.state_dict(), load_backbone(parent).model.state_dict()
     assert any(not torch.equal(mine[k], theirs[k]) for k in mine)

@@ -66,6 +66,9 @@ def gate_table(gates: Mapping[str, Any]) -> list[str]:
 def _warm_start(cost: Mapping[str, Any]) -> str:
     """Where a warm-started build began (ltopd.twins.build.warm_start)."""
     start = cost.get("warm_start")
+    if start and start.get("mode") == "continues":  # its own stages after a parent's (twins.build.continue_release)
+        return (f", continuing the release `{start['parent']}` ({start['steps']:,} updates, "
+                f"{start['wall_s'] / 60:.0f} min)")
     if not start:
         return ""
     return (f" ({(cost['wall_s'] - start['wall_s']) / 60:.0f} min of it in this build, warm-started from the "
