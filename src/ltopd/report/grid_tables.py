@@ -153,7 +153,7 @@ def kept_fraction_note(results: list[dict[str, Any]], backbone: str, benchmarks:
     and seed at that budget), their mean over the benchmarks (as the paper's ~13% is) and the
     share pooled over every item. None when the metrics do not count tokens (older runs)."""
     reduced = [r for r in results if r["backbone"] == backbone and r["benchmark"] in benchmarks
-               and float(r["budget"]) < 1 and "kept_tokens" in r and METHODS[r["method"]].kind != "resize"]
+               and float(r["budget"]) < 1 and "kept_tokens" in r and method_entry(r["method"]).kind != "resize"]
     if not reduced:
         return None
     lowest = min(float(r["budget"]) for r in reduced)
@@ -396,7 +396,7 @@ def above_full_note(runs: Mapping[tuple[str, float], Mapping[int, Mapping[str, l
     if budget is None:
         return None
     found = []
-    for (m, b) in sorted((k for k in runs if k[1] == budget and METHODS[k[0]].kind == "trained"),
+    for (m, b) in sorted((k for k in runs if k[1] == budget and method_entry(k[0]).kind == "trained"),
                          key=lambda k: _order(k[0])):
         for bench in gated:
             point, reps = bootstrap.retain_replicates({"m": runs[(m, b)]}, full, [bench], n_boot, boot_seed,
