@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from ltopd.catalog import METHODS
+from ltopd.catalog import method as method_entry
 
 
 def resize_notes(results: Sequence[dict[str, Any]], backbone: str,
@@ -21,7 +21,7 @@ def resize_notes(results: Sequence[dict[str, Any]], backbone: str,
     items: dict[tuple[str, float], int] = defaultdict(int)
     for r in results:
         if (r["backbone"] == backbone and r["benchmark"] in benchmarks and "kept_tokens" in r
-                and METHODS[r["method"]].kind == "resize"):
+                and method_entry(r["method"]).kind == "resize"):
             key = (r["method"], float(r["budget"]))
             kept[key][(r["benchmark"], int(r["seed"]))] = int(r["kept_tokens"])
             items[key] += int(r["n"])

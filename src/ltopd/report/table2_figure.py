@@ -121,9 +121,9 @@ def forest(ax: Any, versus: Mapping[str, Any], order: Sequence[str]) -> None:
 
 def training_free(ax: Any, rows: Sequence[Mapping[str, Any]], colour: Mapping[str, str]) -> None:
     """Retain vs budget of the selectors and the downsampling control, one line each."""
-    from ltopd.catalog import METHODS
+    from ltopd.catalog import method as method_entry
 
-    methods = [m for m in dict.fromkeys(r["method"] for r in rows) if METHODS[m].kind in ("selector", "resize")]
+    methods = [m for m in dict.fromkeys(r["method"] for r in rows) if method_entry(m).kind in ("selector", "resize")]
     plotted = 0
     for j, m in enumerate(methods):
         mine = sorted((r for r in rows if r["method"] == m and math.isfinite(_retain(r))), key=lambda r: r["budget"])
