@@ -34,21 +34,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import torch
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from evidence_coverage import evidence_list, run_benchmark  # noqa: E402
+from evidence_coverage import backbone_at, evidence_list, run_benchmark  # noqa: E402
 from ltopd.bench.evaluate import evaluate_settings  # noqa: E402
 from ltopd.bench.evidence import instructed  # noqa: E402
 from ltopd.bench.scoring import score  # noqa: E402
 from ltopd.bench.suites import SUITES, synthetic_records  # noqa: E402
 from ltopd.bench.suites.instruct import INSTRUCT_SEED_BASE  # noqa: E402
 from ltopd.data.world.canvas import base_world, benchmark_world, canvas_sides  # noqa: E402
-from ltopd.models.loading import load_backbone  # noqa: E402
-from ltopd.models.processor import ImageTextProcessor, build_image_processor  # noqa: E402
 
 BUDGET = 0.05
 TABLE2 = ("vstar", "hrbench4k", "gqa", "mmmu", "mmbench", "mme", "pope", "textvqa", "ocrbench")
@@ -101,13 +98,6 @@ DESIGNS = {
     "q4s2": Design("paper tokens x 1/4 (cap 256), floor 8, objects 2x", 0.25, 256, 2.0, 5),
     "q8s15": Design("paper tokens x 1/8 (cap 144), floor 4, objects 1.5x", 0.125, 144, 1.5, 6, min_side=192),
 }
-
-
-def backbone_at(release: str, side: int) -> Any:
-    bb = load_backbone(release)
-    if side != 256:
-        bb.processor = ImageTextProcessor(bb.tokenizer, build_image_processor(side))
-    return bb
 
 
 def pct(v: float | None, digits: int = 0) -> str:

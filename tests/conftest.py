@@ -25,6 +25,20 @@ def local_profile(tmp_path: Path, base: str = "smoke", **training) -> tuple[Path
     return path, cfg
 
 
+def job_env(tmp_path: Path, monkeypatch):
+    """The MLflow settings a job reads from its environment (as the Snakefile exports them), on a
+    SQLite store under ``tmp_path``; undone with ``monkeypatch``. Returns the Settings."""
+    from dataclasses import asdict
+
+    from ltopd.tracking import ENV_PREFIX, Settings
+
+    settings = Settings(f"sqlite:///{tmp_path}/m.db", "e", str(tmp_path / "a"), str(tmp_path / "parent.json"), "t")
+    for key, value in asdict(settings).items():
+        monkeypatch.setenv(f"{ENV_PREFIX}{key.upper()}", value)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", settings.tracking_uri)
+    return settings
+
+
 def exits_within(proc, timeout: float) -> bool:
     """Whether the psutil process `proc` exits within `timeout` seconds (a zombie, exited and not
     yet reaped, counts)."""

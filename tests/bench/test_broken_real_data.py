@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from conftest import job_env
 from ltopd.bench.suites.real import RealFormatError, load_real
 
 
@@ -133,15 +134,10 @@ def test_the_records_job_prints_the_one_line_and_fails(tmp_path, capsys, monkeyp
     """`ltopd build-bench` (rule bench_records) on a broken file: exit 1, the line, no traceback,
     no record set written."""
     import json
-    from dataclasses import asdict
 
     from ltopd.cli import main
-    from ltopd.tracking import ENV_PREFIX, Settings
 
-    settings = Settings(f"sqlite:///{tmp_path}/m.db", "e", str(tmp_path / "a"), str(tmp_path / "p.json"), "t")
-    for key, value in asdict(settings).items():
-        monkeypatch.setenv(f"{ENV_PREFIX}{key.upper()}", value)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", settings.tracking_uri)
+    job_env(tmp_path, monkeypatch)
 
     rows = _mmbench()
     rows[1]["image"] = "bm90IGFuIGltYWdl"  # base64 of "not an image"

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import job_env
 from ltopd.cli import main
 
 TIMING = {"wall_s", "questions_per_s", "settings_per_pass"}
@@ -47,13 +48,7 @@ def made(tmp_path_factory):
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
-    from ltopd.tracking import ENV_PREFIX, Settings
-
-    settings = Settings(f"sqlite:///{tmp_path}/m.db", "e", str(tmp_path / "art"), str(tmp_path / "parent.json"), "t")
-    for key, value in asdict(settings).items():
-        monkeypatch.setenv(f"{ENV_PREFIX}{key.upper()}", value)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", settings.tracking_uri)
-    return settings
+    return job_env(tmp_path, monkeypatch)
 
 
 def _group(made: Path, out: Path, model: Path | None = None, state: Path | None = None) -> list[str]:

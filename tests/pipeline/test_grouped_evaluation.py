@@ -3,11 +3,11 @@ one setting at a time, and the pipeline's jobs cover the grid exactly once."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 import pytest
 import torch
 
+from conftest import job_env
 from ltopd.bench.store import build_records, save_records
 from ltopd.cli import main
 from ltopd.models.hook import choose
@@ -61,16 +61,6 @@ def test_one_vision_pass_per_batch(model, monkeypatch):
     assert len(calls) == 2  # two batches, two settings: one pass per batch
 
 
-def _env(tmp_path, monkeypatch):
-    from ltopd.tracking import ENV_PREFIX, Settings
-
-    settings = Settings(f"sqlite:///{tmp_path}/m.db", "e", str(tmp_path / "a"), str(tmp_path / "parent.json"), "t")
-    for key, value in asdict(settings).items():
-        monkeypatch.setenv(f"{ENV_PREFIX}{key.upper()}", value)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", settings.tracking_uri)
-    return settings
-
-
 def test_group_job_writes_the_per_setting_jobs_bytes(tmp_path, monkeypatch):
     """`ltopd evaluate-group` over a backbone's training-free rows (full, blind, two selectors at
     two budgets, the downsampling control) == one `ltopd evaluate` per setting, byte for byte;
@@ -79,7 +69,7 @@ def test_group_job_writes_the_per_setting_jobs_bytes(tmp_path, monkeypatch):
     whose images come out the same size share it)."""
     import ltopd.bench.evaluate as evaluate_module
 
-    settings = _env(tmp_path, monkeypatch)
+    settings = job_env(tmp_path, monkeypatch)
     tok = None
     for bench in ("pope", "mmbench"):
         records = build_records(bench, {"n": 6}, 0, {"image_size": 128})
@@ -149,7 +139,7 @@ def test_groups_cover_the_grid_once():
 
 def _pope_twin(tmp_path, monkeypatch, n: int) -> list[dict]:
     """n POPE records in tmp_path/records and an untrained twin in tmp_path/model; the records."""
-    _env(tmp_path, monkeypatch)
+    job_env(tmp_path, monkeypatch)
     records = build_records("pope", {"n": n}, 0, {"image_size": 128})
     save_records(records, tmp_path / "records")
     tok = build_tokenizer([r["question"] for r in records] * 3, 400)

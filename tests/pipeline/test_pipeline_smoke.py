@@ -351,6 +351,15 @@ def test_a_changed_merge_setting_reruns_its_student_only(snake_run, tmp_path):
     assert "not resuming" in proc.stderr and "settings method_params.bound" in proc.stderr
 
 
+def _train_cmd(out: Path, tmp_path: Path, method: str) -> list[str]:
+    """`ltopd train` of the smoke profile's seed-0 student of ``method`` at 5%, by hand, into
+    ``tmp_path`` (checkpoints, student, metrics): what the resume tests stop and rerun."""
+    return ["ltopd", "train", "--config", "config/smoke.yaml", "--rule", "resume_test", "--backbone", "qwen35-tiny",
+            "--model", str(out / "models" / "qwen35-tiny"), "--data", str(out / "data" / "lt14k"),
+            "--method", method, "--budget", "0.05", "--seed", "0", "--checkpoints", str(tmp_path / "ckpt"),
+            "--out", str(tmp_path / "student"), "--metrics", str(tmp_path / "train.json")]
+
+
 def test_a_killed_merge_training_resumes_to_the_pipelines_weights(snake_run, tmp_path):
     """The module's weights and the backbone's of a resumed `ltopd train` equal the pipeline's."""
     import torch
@@ -358,10 +367,7 @@ def test_a_killed_merge_training_resumes_to_the_pipelines_weights(snake_run, tmp
 
     repo, _ = snake_run
     out = repo / "runs" / "smoke"
-    cmd = ["ltopd", "train", "--config", "config/smoke.yaml", "--rule", "resume_test", "--backbone", "qwen35-tiny",
-           "--model", str(out / "models" / "qwen35-tiny"), "--data", str(out / "data" / "lt14k"),
-           "--method", "learnable_merge", "--budget", "0.05", "--seed", "0", "--checkpoints", str(tmp_path / "ckpt"),
-           "--out", str(tmp_path / "student"), "--metrics", str(tmp_path / "train.json")]
+    cmd = _train_cmd(out, tmp_path, "learnable_merge")
     _run(cmd + ["--stop-after", "1"], repo)
     assert "2 updates to budget 0.05, 1 run now" in _run(cmd, repo).stdout
     pipeline = out / "models/students/qwen35-tiny/learnable_merge/seed0"
@@ -504,10 +510,7 @@ def test_a_killed_training_job_resumes_to_the_pipelines_weights(snake_run, tmp_p
 
     repo, _ = snake_run
     out = repo / "runs" / "smoke"
-    cmd = ["ltopd", "train", "--config", "config/smoke.yaml", "--rule", "resume_test", "--backbone", "qwen35-tiny",
-           "--model", str(out / "models" / "qwen35-tiny"), "--data", str(out / "data" / "lt14k"),
-           "--method", "ltopd", "--budget", "0.05", "--seed", "0", "--checkpoints", str(tmp_path / "ckpt"),
-           "--out", str(tmp_path / "student"), "--metrics", str(tmp_path / "train.json")]
+    cmd = _train_cmd(out, tmp_path, "ltopd")
     _run(cmd + ["--stop-after", "1"], repo)
     assert not (tmp_path / "student").exists()
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["identity.json", "step-000001"]

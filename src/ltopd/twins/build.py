@@ -95,7 +95,7 @@ def warm_start(spec: Mapping[str, Any], backbone_name: str, parent: str | Path, 
     from ltopd.models.manifest import ReleaseError, verify_weights
     from ltopd.twins import job as twin_job
     from ltopd.twins.pretrain import seed_state
-    from ltopd.twins.release import code_hashes, recipe
+    from ltopd.twins.release import recipe
 
     manifest = verify_weights(parent)
     mine, theirs = recipe(spec, backbone_name), manifest["recipe"]
@@ -120,10 +120,7 @@ def warm_start(spec: Mapping[str, Any], backbone_name: str, parent: str | Path, 
     backbone = load_backbone(parent)
     seed_state(state_dir, backbone.model, config, twin_job.pretrain_recipe(entry["twin"], pt, mine["world"]),
                steps, manifest["pretraining"]["wall_s"])
-    changed = sorted(f for f, h in code_hashes().items() if manifest["code_sha256"].get(f) != h)
-    info = {"parent": str(parent), "weights_sha256": manifest["weights_sha256"], "steps": steps,
-            "wall_s": manifest["pretraining"]["wall_s"], "loss_first": manifest["pretraining"]["loss_first"],
-            "code_changed_since_parent": changed}
+    info = _parent_record(parent, manifest)
     write_json(Path(state_dir) / WARM_START, info)
     return info
 
@@ -139,7 +136,7 @@ def continue_release(spec: Mapping[str, Any], backbone_name: str, parent: str | 
     from ltopd.models.manifest import verify_weights
     from ltopd.twins import job as twin_job
     from ltopd.twins.pretrain import seed_state
-    from ltopd.twins.release import code_hashes, recipe
+    from ltopd.twins.release import recipe
 
     manifest = verify_weights(parent)
     mine = recipe(spec, backbone_name)
@@ -147,13 +144,19 @@ def continue_release(spec: Mapping[str, Any], backbone_name: str, parent: str | 
     config = twin_job.pretrain_config(pt, entry.get("lr_scale", 1.0))
     stream = twin_job.pretrain_recipe(entry["twin"], pt, mine["world"])
     seed_state(state_dir, load_backbone(parent).model, config, stream, 0)
-    changed = sorted(f for f, h in code_hashes().items() if manifest["code_sha256"].get(f) != h)
-    info = {"parent": str(parent), "mode": "continues", "weights_sha256": manifest["weights_sha256"],
-            "parent_recipe": manifest["recipe"], "steps": manifest["pretraining"]["steps"],
-            "wall_s": manifest["pretraining"]["wall_s"], "loss_first": manifest["pretraining"]["loss_first"],
-            "code_changed_since_parent": changed}
+    info = {**_parent_record(parent, manifest), "mode": "continues", "parent_recipe": manifest["recipe"]}
     write_json(Path(state_dir) / WARM_START, info)
     return info
+
+
+def _parent_record(parent: str | Path, manifest: Mapping[str, Any]) -> dict:
+    """What a build started from a release records of it (beside its state, then in its manifest)."""
+    from ltopd.twins.release import code_hashes
+
+    changed = sorted(f for f, h in code_hashes().items() if manifest["code_sha256"].get(f) != h)
+    return {"parent": str(parent), "weights_sha256": manifest["weights_sha256"],
+            "steps": manifest["pretraining"]["steps"], "wall_s": manifest["pretraining"]["wall_s"],
+            "loss_first": manifest["pretraining"]["loss_first"], "code_changed_since_parent": changed}
 
 
 def build(spec: Mapping[str, Any], backbone_name: str, tokenizer: Any, state_dir: str | Path, out: str | Path,
