@@ -20,15 +20,16 @@ from typing import Any
 
 from ltopd.atomic import atomic_file
 
-# The two rows the paper's claim is about, in strong colours; the others muted.
-STRONG = {"ltopd": "#c0392b", "cdpruner": "#1f4e9c"}
+# The two rows the paper's claim is about, in strong colours (LT-OPD and the untrained student the
+# gate compares against: the profile's selector, named by the table's gate row); the others muted.
+OURS, REFERENCE = "#c0392b", "#1f4e9c"
 MUTED = ("#7f9c6b", "#b08d57", "#8e7cc3", "#6fa8b5", "#c27ba0", "#999999", "#a5a05a", "#d2946a", "#5e8f8f")
 MARKERS = "osD^vP*Xh<>p"
 PLAIN = "#4d4d4d"  # every other method in the 5% panels: the two strong ones stand out
 
 
-def _one(m: str) -> str:
-    return STRONG.get(m, PLAIN)
+def strong_colours(reference: str | None) -> dict[str, str]:
+    return {"ltopd": OURS, **({reference: REFERENCE} if reference else {})}
 
 
 def _label(name: str) -> str:
@@ -51,10 +52,10 @@ def _ci(r: Mapping[str, Any]) -> tuple[float, float]:
     return sd, sd
 
 
-def colours(methods: Sequence[str]) -> dict[str, str]:
+def colours(methods: Sequence[str], strong: Mapping[str, str]) -> dict[str, str]:
     out, muted = {}, iter(MUTED * (1 + len(methods) // len(MUTED)))
     for m in methods:
-        out[m] = STRONG.get(m) or next(muted)
+        out[m] = strong.get(m) or next(muted)
     return out
 
 
@@ -64,7 +65,8 @@ def _empty(ax: Any, text: str) -> None:
     ax.set_yticks([])
 
 
-def at_budget(ax: Any, rows: Sequence[Mapping[str, Any]], paper: Mapping[str, float], budget: float) -> list[str]:
+def at_budget(ax: Any, rows: Sequence[Mapping[str, Any]], paper: Mapping[str, float], budget: float,
+              strong_of: Mapping[str, str]) -> list[str]:
     """Ours (dot, interval) and the paper's (cross) per method at ``budget``, best on top; returns
     the methods in their plotted order (top first)."""
     at = sorted((r for r in rows if r["budget"] == budget and math.isfinite(_retain(r))), key=_retain)
@@ -74,15 +76,15 @@ def at_budget(ax: Any, rows: Sequence[Mapping[str, Any]], paper: Mapping[str, fl
     for i, r in enumerate(at):
         m = r["method"]
         lo, hi = _ci(r)
-        strong = m in STRONG
-        ax.errorbar(_retain(r), i, xerr=[[lo], [hi]], fmt="o", color=_one(m), ms=6 if strong else 4,
+        strong = m in strong_of
+        ax.errorbar(_retain(r), i, xerr=[[lo], [hi]], fmt="o", color=strong_of.get(m, PLAIN), ms=6 if strong else 4,
                     lw=2 if strong else 1, capsize=2)
         if m in paper:
-            ax.plot(paper[m], i, marker="x", ms=7, color=_one(m), mew=2 if strong else 1)
+            ax.plot(paper[m], i, marker="x", ms=7, color=strong_of.get(m, PLAIN), mew=2 if strong else 1)
     ax.set_yticks(range(len(at)), [_label(r["method"]) for r in at], fontsize=7)
     for tick, r in zip(ax.get_yticklabels(), at):
-        if r["method"] in STRONG:
-            tick.set_color(STRONG[r["method"]])
+        if r["method"] in strong_of:
+            tick.set_color(strong_of[r["method"]])
             tick.set_fontweight("bold")
     ax.plot([], [], "o", color="dimgrey", label="ours, 95% CI")
     ax.plot([], [], "x", color="dimgrey", label="paper (Qwen3.5-4B)")
@@ -94,7 +96,7 @@ def at_budget(ax: Any, rows: Sequence[Mapping[str, Any]], paper: Mapping[str, fl
     return [r["method"] for r in at][::-1]
 
 
-def forest(ax: Any, versus: Mapping[str, Any], order: Sequence[str]) -> None:
+def forest(ax: Any, versus: Mapping[str, Any], order: Sequence[str], strong_of: Mapping[str, str]) -> None:
     """Each method minus the reference (its interval), in the 5% panel's order."""
     rows, ref = versus.get("rows") or {}, versus.get("reference")
     shown = [m for m in order if m in rows][::-1]
@@ -103,23 +105,23 @@ def forest(ax: Any, versus: Mapping[str, Any], order: Sequence[str]) -> None:
         return
     for i, m in enumerate(shown):
         d = rows[m]
-        resolved = d["lo"] > 0 or d["hi"] < 0
+        resolved, strong, c = d["lo"] > 0 or d["hi"] < 0, m in strong_of, strong_of.get(m, PLAIN)
         ax.errorbar(d["estimate"], i, xerr=[[d["estimate"] - d["lo"]], [d["hi"] - d["estimate"]]], fmt="o",
-                    color=_one(m), ms=6 if m in STRONG else 4, lw=2 if m in STRONG else 1, capsize=2,
-                    mfc=_one(m) if resolved else "white")
+                    color=c, ms=6 if strong else 4, lw=2 if strong else 1, capsize=2, mfc=c if resolved else "white")
     ax.set_yticks(range(len(shown)), [_label(m) for m in shown], fontsize=7)
     for tick, m in zip(ax.get_yticklabels(), shown):
-        if m in STRONG:
-            tick.set_color(STRONG[m])
+        if m in strong_of:
+            tick.set_color(strong_of[m])
             tick.set_fontweight("bold")
-    ax.axvline(0, color=_one(ref), lw=1)
+    ax.axvline(0, color=strong_of.get(ref, PLAIN), lw=1)
     ax.set_xlabel(f"average retain minus {_label(ref)} (points)")
     ax.set_title(f"at {100 * versus['budget']:g}%: each method - {_label(ref)}, 95% CI "
                  "(filled: excludes 0)", fontsize=9)
     ax.grid(axis="x", alpha=0.3)
 
 
-def training_free(ax: Any, rows: Sequence[Mapping[str, Any]], colour: Mapping[str, str]) -> None:
+def training_free(ax: Any, rows: Sequence[Mapping[str, Any]], colour: Mapping[str, str],
+                  strong_of: Mapping[str, str]) -> None:
     """Retain vs budget of the selectors and the downsampling control, one line each."""
     from ltopd.catalog import method as method_entry
 
@@ -129,7 +131,7 @@ def training_free(ax: Any, rows: Sequence[Mapping[str, Any]], colour: Mapping[st
         mine = sorted((r for r in rows if r["method"] == m and math.isfinite(_retain(r))), key=lambda r: r["budget"])
         if not mine:
             continue
-        strong = m in STRONG
+        strong = m in strong_of
         errs = [_ci(r) for r in mine]
         xs, ys = [100 * r["budget"] for r in mine], [_retain(r) for r in mine]
         ax.errorbar(xs, ys, yerr=[[e[0] for e in errs], [e[1] for e in errs]], marker=MARKERS[j % len(MARKERS)],
@@ -154,7 +156,8 @@ def training_free(ax: Any, rows: Sequence[Mapping[str, Any]], colour: Mapping[st
     ax.legend(fontsize=6, loc="upper left", ncol=4, framealpha=0.9)
 
 
-def loyalty(ax: Any, rows: Sequence[Mapping[str, Any]], colour: Mapping[str, str]) -> None:
+def loyalty(ax: Any, rows: Sequence[Mapping[str, Any]], colour: Mapping[str, str],
+            strong_of: Mapping[str, str]) -> None:
     """Loyalty to the full-token model (% of items with full tokens' parsed answer) vs budget."""
     reduced = [r for r in rows if r.get("loyalty") is not None and r["method"] != "full"]
     if not reduced:
@@ -162,7 +165,7 @@ def loyalty(ax: Any, rows: Sequence[Mapping[str, Any]], colour: Mapping[str, str
         return
     for j, m in enumerate(dict.fromkeys(r["method"] for r in reduced)):
         mine = sorted((r for r in reduced if r["method"] == m), key=lambda r: r["budget"])
-        strong = m in STRONG
+        strong = m in strong_of
         ax.plot([100 * r["budget"] for r in mine], [r["loyalty"].share for r in mine],
                 marker=MARKERS[j % len(MARKERS)], lw=2.2 if strong else 1, ms=6 if strong else 4,
                 color=colour.get(m, "grey"), label=_label(m), zorder=3 if strong else 2,
@@ -183,17 +186,18 @@ def draw(rows: list[dict[str, Any]], out: str | Path, title: str) -> None:
 
     ours = [r for r in rows if r["source"] == "ours" and r["budget"] is not None and r["budget"] < 1]
     methods = list(dict.fromkeys(r["method"] for r in ours))
-    colour = colours(methods)
+    gate = next((r for r in rows if r["source"] == "gate"), {})
+    strong_of = strong_colours((gate.get("versus") or {}).get("reference"))
+    colour = colours(methods, strong_of)
     budget = min((r["budget"] for r in ours), default=None)
     paper_at = [r for r in rows if r["source"] == "paper" and r.get("avg_retain") is not None and r["budget"] < 1]
     lowest = min((r["budget"] for r in paper_at), default=None)
     paper = {r["method"]: r["avg_retain"].mean for r in paper_at if r["budget"] == lowest}
-    gate = next((r for r in rows if r["source"] == "gate"), {})
     fig, axes = plt.subplots(2, 2, figsize=(13.0, 9.0), dpi=110, gridspec_kw={"height_ratios": [1.15, 1]})
-    order = at_budget(axes[0, 0], ours, paper if lowest == budget else {}, budget) if budget else []
-    forest(axes[0, 1], gate.get("versus") or {}, order)
-    training_free(axes[1, 0], ours, colour)
-    loyalty(axes[1, 1], ours, colour)
+    order = at_budget(axes[0, 0], ours, paper if lowest == budget else {}, budget, strong_of) if budget else []
+    forest(axes[0, 1], gate.get("versus") or {}, order, strong_of)
+    training_free(axes[1, 0], ours, colour, strong_of)
+    loyalty(axes[1, 1], ours, colour, strong_of)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     with atomic_file(out, "wb") as fh:
