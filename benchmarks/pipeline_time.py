@@ -10,7 +10,9 @@ the whole run's (the process and every job it waited for). Then, from
 <out_root>/logs/**/*.benchmark.tsv (every rule writes one), it prints per stage (LT-14K, twins,
 trainings, evaluations, tables) the jobs, their summed wall and CPU seconds, and per job class the
 mean CPU-seconds per job; then the disk footprint of out_root per folder (what the run added,
-with --run). --flops measures the
+with --run), and with --run the ETA the logger printed against the time that actually remained, at the
+four points issue 55 measured (60, 62, 72 and 84 of 99 jobs, as fractions of this run's jobs) and
+its worst error after the first tenth of the jobs. --flops measures the
 evaluation's questions per CPU-second on one thread against the FLOP-bound rate of the default
 twin (its FLOPs per question counted by torch's FlopCounterMode on the real evaluation path,
 over the GEMM rate of this core).
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -76,12 +79,60 @@ def own_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_snakemake(cmd: list[str], cwd: Path, every: float = 0.5) -> tuple[int, float, float, float]:
+# The logger's line for a finished job: "[60/99] <job> in 3s | elapsed 1m38s, ETA 1m38s".
+PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] .* \| elapsed (\S+), ETA (\S+)$")
+ISSUE_POINTS = (60 / 99, 62 / 99, 72 / 99, 84 / 99)  # where issue 55 found the ETA 17x short to 2x long
+
+
+def seconds(text: str) -> float:
+    """The logger's durations back to seconds: "7s", "3m05s", "1h02m"."""
+    h, m, s = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", text).groups()
+    return 3600 * int(h or 0) + 60 * int(m or 0) + int(s or 0)
+
+
+def eta_table(lines: list[str]) -> str:
+    """Each issue point's printed ETA against the time that remained after it (the last progress
+    line's elapsed minus its own), and the worst relative error after the first tenth of the jobs."""
+    rows = [(int(m[1]), int(m[2]), seconds(m[3]), m[4]) for m in map(PROGRESS.match, lines) if m]
+    if not rows:
+        return "no progress lines (was the ltopd logger on?)"
+    end, total = rows[-1][2], rows[-1][1]
+
+    def error(row: tuple[int, int, float, str]) -> float | None:
+        left = end - row[2]
+        return None if row[3] == "?" or left <= 0 else (seconds(row[3]) - left) / left
+
+    lines_out = ["| progress | printed ETA | time that remained | error |", "|---|---|---|---|"]
+    for point in ISSUE_POINTS:
+        row = next(r for r in rows if r[0] >= point * total)
+        err = error(row)
+        lines_out.append(f"| [{row[0]}/{total}] | {row[3]} | {end - row[2]:.0f} s | "
+                         + ("-" if err is None else f"{100 * err:+.0f}%") + " |")
+    late = [(e, r) for r in rows if r[0] > total / 10 and (e := error(r)) is not None]
+    if late:
+        e, r = max(late, key=lambda x: abs(x[0]))
+        lines_out.append(f"\nworst ETA error after the first tenth of the jobs: {100 * e:+.0f}% at [{r[0]}/{total}] "
+                         f"(printed {r[3]}, {end - r[2]:.0f} s remained)")
+    return "\n".join(lines_out)
+
+
+def run_snakemake(cmd: list[str], cwd: Path, every: float = 0.5) -> tuple[int, float, float, float, list[str]]:
     """Run ``cmd``; (exit code, wall s, the process's own CPU s, CPU s of the process and every
-    descendant it waited for). The own CPU is sampled every ``every`` seconds until it exits (the
-    last sample: at most ``every`` seconds of it are missed)."""
+    descendant it waited for, its output lines, also passed through as they come). The own CPU is
+    sampled every ``every`` seconds until it exits (the last sample: at most ``every`` seconds of
+    it are missed)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+    lines: list[str] = []
+
+    def relay() -> None:
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            lines.append(line.rstrip("\n"))
+
+    relayer = threading.Thread(target=relay, daemon=True)
+    relayer.start()
     own = [0.0]
     done = threading.Event()
 
@@ -98,8 +149,9 @@ def run_snakemake(cmd: list[str], cwd: Path, every: float = 0.5) -> tuple[int, f
     _, status, usage = os.wait4(proc.pid, 0)
     done.set()
     sampler.join()
+    relayer.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, time.perf_counter() - start, own[0], usage.ru_utime + usage.ru_stime
+    return proc.returncode, time.perf_counter() - start, own[0], usage.ru_utime + usage.ru_stime, lines
 
 
 def disk_usage(path: Path, seen: set[tuple[int, int]] | None = None) -> int:
@@ -206,7 +258,7 @@ def main() -> None:
     run_wall = before = None
     if args.run:
         before = folder_sizes(out_root)
-        code, run_wall, own, total = run_snakemake(
+        code, run_wall, own, total, lines = run_snakemake(
             [sys.executable, "-m", "snakemake", "--cores", args.cores, "--configfile", args.configfile,
              "--logger=ltopd", target], args.workdir)
         if code:
@@ -215,6 +267,8 @@ def main() -> None:
     if args.run:
         print(f"\nSnakemake process's own CPU: {own:.1f} s of the run's {total:.1f} CPU-s "
               f"({100 * own / total:.1f}%)")
+        print()
+        print(eta_table(lines))
     print()
     print(disk_table(folder_sizes(out_root), before))
     if args.flops:
