@@ -108,7 +108,12 @@ def _where(args: argparse.Namespace, settings: Any, experiment_id: str) -> dict[
         # last choice, GenAI at first) and ignores the experiment's mlflow.experimentKind tag
         out["MLflow"] = (f"mlflow ui --backend-store-uri {uri}, then "
                          f"http://127.0.0.1:5000/#/experiments/{experiment_id}/runs?workflowType=machine_learning")
-    # a plain Snakemake run leaves DVC's lock unwritten: `dvc status` would list every stage as new
+    # a plain Snakemake run leaves DVC's lock unwritten: `dvc status` would list every stage as new.
+    # `dvc commit` needs every output of a stage, and the table2 stage holds the other tables too,
+    # which a run for Table 2 alone does not build (the line is static: the table must not depend
+    # on which other files happen to exist)
     dvc = "dvc.yaml" if settings.profile == "default" else f"pipelines/{settings.profile}/dvc.yaml"
-    out["DVC"] = f"`dvc commit -f {dvc}` records this run in its dvc.lock (then `dvc status {dvc}`: up to date)"
+    out["DVC"] = (f"{dvc}'s table2 stage holds the other tables too: `dvc repro {dvc}` builds what is missing "
+                  f"(Snakemake reuses this run's jobs) and records the run in its dvc.lock; then `dvc status "
+                  f"{dvc}`: up to date")
     return out
