@@ -71,3 +71,12 @@ def test_a_tie_within_the_intervals_contradicts_nothing():
     """Three methods at 100.0 [100.0, 100.0] can hold any rank: none is flagged, whatever the paper's order."""
     tied = [{"method": m, "retain": 100.0, "lo": 100.0, "hi": 100.0} for m in ("cdpruner", "llava_mini", "ltopd")]
     assert against_paper(tied, [_paper("ltopd", 82.3), _paper("llava_mini", 72.9), _paper("cdpruner", 68.6)]) == []
+
+
+def test_a_retain_is_printed_as_the_table_prints_it():
+    """Rounded once: 62.949 is the table's 62.9, not 62.95 printed as 63.0 (the default run's
+    'LT-OPD + merge 63.0' beside the table's 62.9)."""
+    rows = [_ours("full", 1.0, 100.0), _ours("learnable_merge", 0.05, 62.949, 60.8, 65.449)]
+    (text,) = [line for line in lines(headline(rows)) if line.startswith("At 5%")]
+    assert text == f"At 5% (average retain, 95% CI): LT-OPD + merge {62.949:.1f} [60.8, {65.449:.1f}]."
+    assert text == "At 5% (average retain, 95% CI): LT-OPD + merge 62.9 [60.8, 65.4]."

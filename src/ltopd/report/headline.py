@@ -47,9 +47,10 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     at = [r for r in ours if r["budget"] == budget and math.isfinite(_retain(r))]
     for r in sorted(at, key=lambda r: -_retain(r)):
         ci = r.get("avg_retain_ci")
-        entry = {"method": r["method"], "retain": round(_retain(r), 2)}
+        # rounded once, to the table's one decimal: 62.949 kept as 62.95 printed as 63.0 beside the table's 62.9
+        entry = {"method": r["method"], "retain": round(_retain(r), 1)}
         if ci is not None and math.isfinite(ci.lo):
-            entry.update(lo=round(ci.lo, 2), hi=round(ci.hi, 2))
+            entry.update(lo=round(ci.lo, 1), hi=round(ci.hi, 1))
         order.append(entry)
     out: dict[str, Any] = {"budget": budget, "order": order, "passed": [], "failed": [], "difference": None}
     if gate is not None:
