@@ -86,9 +86,13 @@ def mlflow_pages(store: Path) -> None:
                 break
             except OSError:
                 time.sleep(1)
-        shoot(f"{base}/#/experiments/{exp.experiment_id}", IMAGES / "mlflow-experiment.png", 1600, 1000, 20000)
+        # the page Table 2's summary links (MLflow 3.18 opens an experiment on its GenAI overview
+        # unless the URL names the workflow)
+        view = "workflowType=machine_learning"
+        shoot(f"{base}/#/experiments/{exp.experiment_id}/runs?{view}", IMAGES / "mlflow-experiment.png", 1600, 1000,
+              20000)
         if student is not None:
-            shoot(f"{base}/#/experiments/{exp.experiment_id}/models/{student.model_id}",
+            shoot(f"{base}/#/experiments/{exp.experiment_id}/models/{student.model_id}?{view}",
                   IMAGES / "mlflow-student-model.png", 1600, 1000, 20000)
     finally:
         server.terminate()
