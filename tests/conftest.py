@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +14,32 @@ import yaml
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def run_ok(cmd: list[str], cwd: Path, **extra_env: str) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in ``cwd`` with this environment's tools first on PATH and no MLflow settings
+    inherited (the profile's store is used); fails the test with the output's tail on a non-zero exit."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    env = {k: v for k, v in env.items() if not k.startswith(("LTOPD_MLFLOW_", "MLFLOW_"))} | extra_env
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    return proc
+
+
+def clone_worktree(dest: Path) -> Path:
+    """The working tree's tracked and untracked-not-ignored files, committed in a new repository at
+    ``dest``: what a clean clone has, without touching the developer's data or MLflow store."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()
+    for f in files:
+        if (ROOT / f).is_file() or (ROOT / f).is_symlink():  # links too: profiles -> workflow/profiles
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, dest / f, follow_symlinks=False)
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "snapshot"]):
+        run_ok(cmd, dest)
+    return dest
 
 
 def local_profile(tmp_path: Path, base: str = "smoke", **training) -> tuple[Path, dict]:
@@ -105,3 +135,10 @@ def make_imagefolder_source(folder: Path, n: int = 12) -> Path:
         meta.append(json.dumps({"file_name": f"{i}.png", "question": f"q{i}", "answer": f"a{i}"}))
     (folder / "metadata.jsonl").write_text("\n".join(meta) + "\n")
     return folder
+
+
+def pytest_collection_modifyitems(config, items):
+    """The `slow` files first. Under `-n 2 --dist loadfile` a worker takes whole files in collection
+    order, so the smoke pipeline's file (about half the suite's time on one worker) collected in the
+    middle would start late and finish alone; first, the other worker runs the rest beside it."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -9,44 +9,20 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import exits_within
+from conftest import BIN, clone_worktree, exits_within, run_ok
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.slow
-
-
-def _run(cmd: list[str], cwd: Path, **extra_env: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    env = {k: v for k, v in env.items() if not k.startswith(("LTOPD_MLFLOW_", "MLFLOW_"))} | extra_env
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    return proc
-
-
-def _clone(dest: Path) -> Path:
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
-                           text=True, check=True).stdout.split()
-    for f in files:
-        if (ROOT / f).is_file() or (ROOT / f).is_symlink():  # links too: profiles -> workflow/profiles
-            (dest / f).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / f, dest / f, follow_symlinks=False)
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "snapshot"]):
-        _run(cmd, dest)
-    return dest
 
 
 @pytest.fixture(scope="module")
 def snake_run(tmp_path_factory):
-    repo = _clone(tmp_path_factory.mktemp("snake"))
+    repo = clone_worktree(tmp_path_factory.mktemp("snake"))
     # every job records the imports it executes (ltopd.import_trace): the check on its rule's code inputs
-    proc = _run(["snakemake", "--cores", "2", "--configfile", "config/smoke.yaml"], repo,
+    proc = run_ok(["snakemake", "--cores", "2", "--configfile", "config/smoke.yaml"], repo,
                 LTOPD_TRACE_IMPORTS=str(repo / "import-traces"))
     return repo, proc
 
@@ -156,7 +132,7 @@ def test_table2_from_the_evaluations_and_independently_rescorable(snake_run):
         job = out / "results" / "eval" / "qwen35-tiny" / "cdpruner" / "0.05" / bench / "seed0"
         metrics = json.loads((job / "metrics.json").read_text())
         assert metrics["n"] == {"vstar": 8, "pope": 12}[bench] and metrics["ratio"] == 0.05
-        proc = _run(["ltopd", "score", "--benchmark", bench, "--predictions", str(job / "predictions.jsonl")], repo)
+        proc = run_ok(["ltopd", "score", "--benchmark", bench, "--predictions", str(job / "predictions.jsonl")], repo)
         assert json.loads(proc.stdout)["score"] == metrics["score"]
         (run,) = [r for r in runs if r.data.tags["wildcard.benchmark"] == bench
                   and r.data.tags["wildcard.method"] == "cdpruner"
@@ -182,7 +158,7 @@ def test_dvc_shows_the_headline_and_its_plots_need_no_network(snake_run):
     files = [f for s in stages.values() for o in s.get("outs", []) for f in [next(iter(o))]]
     shown_files = [f for f in files if f.endswith(".json")]
     assert "runs/smoke/results/table2.json" in shown_files and "runs/smoke/metrics/lt14k.json" in shown_files
-    proc = _run(["dvc", "metrics", "show", "--json", *shown_files], repo)
+    proc = run_ok(["dvc", "metrics", "show", "--json", *shown_files], repo)
     assert "failed to load" not in proc.stdout + proc.stderr
     shown = json.loads(proc.stdout)[""]["data"]
     for path in shown_files:
@@ -200,14 +176,14 @@ def test_dvc_shows_the_headline_and_its_plots_need_no_network(snake_run):
     assert 0 < len(table2["headline"]["summary"]) <= 12
     (ltopd,) = [r for r in table2["rows"] if r["row"] == "ltopd@5%"]
     assert set(ltopd["score"]) == {"vstar", "pope"}
-    text = _run(["dvc", "metrics", "show", "runs/smoke/results/table2.json"], repo).stdout
+    text = run_ok(["dvc", "metrics", "show", "runs/smoke/results/table2.json"], repo).stdout
     assert max(map(len, text.splitlines())) <= 200, text
     md = (repo / "runs/smoke/results/table2.md").read_text()
     assert md.split("\n")[2] == "**Headline**" and "- Gates: " in md.split("|")[0]
 
     figures = [f for f in files if f.endswith(".png")]
     assert figures
-    proc = _run(["dvc", "plots", "show", *figures], repo)
+    proc = run_ok(["dvc", "plots", "show", *figures], repo)
     assert "failed to load" not in proc.stdout + proc.stderr
     html = (repo / "dvc_plots" / "index.html").read_text()
     assert "<script" not in html and "http" not in html  # nothing to fetch
@@ -317,7 +293,7 @@ def test_a_changed_merge_setting_reruns_its_student_only(snake_run, tmp_path):
     changed = repo / "merge-bound.yaml"
     changed.write_text(yaml.safe_dump(profile))
     try:
-        proc = _run(["snakemake", "--cores", "1", "--configfile", str(changed.name), "-n"], repo)
+        proc = run_ok(["snakemake", "--cores", "1", "--configfile", str(changed.name), "-n"], repo)
     finally:
         changed.unlink()
     # each planned job's outputs and the reason it runs (Snakemake's dry-run listing; its
@@ -343,10 +319,10 @@ def test_a_changed_merge_setting_reruns_its_student_only(snake_run, tmp_path):
            "--model", str(out / "models" / "qwen35-tiny"), "--data", str(out / "data" / "lt14k"),
            "--method", "learnable_merge", "--budget", "0.05", "--seed", "0", "--checkpoints", str(tmp_path / "ckpt"),
            "--out", str(tmp_path / "student"), "--metrics", str(tmp_path / "train.json")]
-    _run(cmd + ["--config", "config/smoke.yaml", "--stop-after", "1"], repo)
+    run_ok(cmd + ["--config", "config/smoke.yaml", "--stop-after", "1"], repo)
     other = tmp_path / "bound.yaml"
     other.write_text(yaml.safe_dump(profile))
-    proc = _run(cmd + ["--config", str(other)], repo)
+    proc = run_ok(cmd + ["--config", str(other)], repo)
     assert "2 updates to budget 0.05, 2 run now" in proc.stdout
     assert "not resuming" in proc.stderr and "settings method_params.bound" in proc.stderr
 
@@ -368,8 +344,8 @@ def test_a_killed_merge_training_resumes_to_the_pipelines_weights(snake_run, tmp
     repo, _ = snake_run
     out = repo / "runs" / "smoke"
     cmd = _train_cmd(out, tmp_path, "learnable_merge")
-    _run(cmd + ["--stop-after", "1"], repo)
-    assert "2 updates to budget 0.05, 1 run now" in _run(cmd, repo).stdout
+    run_ok(cmd + ["--stop-after", "1"], repo)
+    assert "2 updates to budget 0.05, 1 run now" in run_ok(cmd, repo).stdout
     pipeline = out / "models/students/qwen35-tiny/learnable_merge/seed0"
     files = sorted(p.name for p in pipeline.glob("*.safetensors"))
     assert "learnable_merge.safetensors" in files and files == sorted(p.name for p in (tmp_path / "student").glob(
@@ -437,69 +413,45 @@ def test_studies_train_every_family_and_build_their_tables(snake_run):
 
 def test_second_run_has_nothing_to_do(snake_run):
     repo, _ = snake_run
-    proc = _run(["snakemake", "--cores", "2", "--configfile", "config/smoke.yaml", "-n"], repo)
+    proc = run_ok(["snakemake", "--cores", "2", "--configfile", "config/smoke.yaml", "-n"], repo)
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
 def test_lint_is_clean(snake_run):
     repo, _ = snake_run
-    proc = _run(["snakemake", "--lint", "--configfile", "config/smoke.yaml"], repo)
+    proc = run_ok(["snakemake", "--lint", "--configfile", "config/smoke.yaml"], repo)
     assert "Congratulations, your workflow is in a good condition!" in proc.stdout + proc.stderr
 
 
 def test_dvc_repro_builds_the_same_artifact(snake_run, tmp_path):
     repo, _ = snake_run
     expected = json.loads((repo / "runs/smoke/data/lt14k/manifest.json").read_text())["content_sha256"]
-    fresh = _clone(tmp_path / "dvc")
+    fresh = clone_worktree(tmp_path / "dvc")
     # only the stage under test: the whole smoke DAG again would cost ~16 CPU-minutes
-    _run(["dvc", "repro", "pipelines/smoke/dvc.yaml:lt14k"], fresh)
+    run_ok(["dvc", "repro", "pipelines/smoke/dvc.yaml:lt14k"], fresh)
     built = json.loads((fresh / "runs/smoke/data/lt14k/manifest.json").read_text())["content_sha256"]
     assert built == expected
     lock = (fresh / "pipelines/smoke/dvc.lock").read_text()
     assert "runs/smoke/data/lt14k" in lock
     # nothing changed -> DVC considers the stage up to date and does not run Snakemake again
-    proc = _run(["dvc", "repro", "pipelines/smoke/dvc.yaml:lt14k"], fresh)
+    proc = run_ok(["dvc", "repro", "pipelines/smoke/dvc.yaml:lt14k"], fresh)
     assert "didn't change, skipping" in proc.stdout or "up to date" in proc.stdout
     # forced: DVC keeps the persisted outputs, so Snakemake finds them current and rebuilds nothing
-    proc = _run(["dvc", "repro", "-f", "-s", "pipelines/smoke/dvc.yaml:lt14k"], fresh)
+    proc = run_ok(["dvc", "repro", "-f", "-s", "pipelines/smoke/dvc.yaml:lt14k"], fresh)
     assert "Nothing to be done" in proc.stdout + proc.stderr
     assert (fresh / "runs/smoke/metrics/lt14k.json").is_file()
 
-    metrics = _run(["dvc", "metrics", "show", "--json", "runs/smoke/metrics/lt14k.json"], fresh).stdout
+    metrics = run_ok(["dvc", "metrics", "show", "--json", "runs/smoke/metrics/lt14k.json"], fresh).stdout
     assert '"num_questions": 140' in metrics.replace("\n", "")
     # the default remote carries the artifact to another clone (here pointed at a temp folder)
-    _run(["dvc", "remote", "modify", "--local", "local", "url", str(tmp_path / "remote")], fresh)
-    _run(["dvc", "push", "pipelines/smoke/dvc.yaml:lt14k"], fresh)
-    other = _clone(tmp_path / "other")
+    run_ok(["dvc", "remote", "modify", "--local", "local", "url", str(tmp_path / "remote")], fresh)
+    run_ok(["dvc", "push", "pipelines/smoke/dvc.yaml:lt14k"], fresh)
+    other = clone_worktree(tmp_path / "other")
     (other / "pipelines/smoke/dvc.lock").write_text(lock)
-    _run(["dvc", "remote", "modify", "--local", "local", "url", str(tmp_path / "remote")], other)
-    _run(["dvc", "pull", "pipelines/smoke/dvc.yaml:lt14k"], other)
+    run_ok(["dvc", "remote", "modify", "--local", "local", "url", str(tmp_path / "remote")], other)
+    run_ok(["dvc", "pull", "pipelines/smoke/dvc.yaml:lt14k"], other)
     pulled = json.loads((other / "runs/smoke/data/lt14k/manifest.json").read_text())["content_sha256"]
     assert pulled == expected
-
-
-def test_dvc_graph_and_dry_run_on_a_fresh_clone(tmp_path):
-    """LT-14K feeds evaluation in every pipeline's DAG; the default pipeline's dry run works on a
-    fresh clone (nothing built yet)."""
-    fresh = _clone(tmp_path / "fresh")
-    for dvc_yaml in ("dvc.yaml", "pipelines/smoke/dvc.yaml", "pipelines/paper/dvc.yaml"):
-        dot = _run(["dvc", "dag", "--dot", dvc_yaml], fresh).stdout
-        prefix = "" if dvc_yaml == "dvc.yaml" else f"{dvc_yaml}:"
-        assert f'"{prefix}lt14k" -> "{prefix}table2"' in dot, dot
-    proc = _run(["dvc", "repro", "--dry"], fresh)
-    assert "Running stage 'lt14k'" in proc.stdout and "Running stage 'table2'" in proc.stdout
-
-
-def test_dvc_exp_run_varies_a_parameter(tmp_path):
-    import csv
-    import io
-
-    fresh = _clone(tmp_path / "exp")
-    _run(["dvc", "exp", "run", "pipelines/smoke/dvc.yaml:lt14k", "-S", "config/smoke.yaml:lt14k.pool_factor=3.0",
-          "-n", "pool3"], fresh)
-    rows = list(csv.DictReader(io.StringIO(_run(["dvc", "exp", "show", "--csv"], fresh).stdout)))
-    exp = [r for r in rows if r["Experiment"] == "pool3"]
-    assert exp and exp[0]["config/smoke.yaml:lt14k.pool_factor"] == "3.0", rows
 
 
 def test_a_killed_training_job_resumes_to_the_pipelines_weights(snake_run, tmp_path):
@@ -511,10 +463,10 @@ def test_a_killed_training_job_resumes_to_the_pipelines_weights(snake_run, tmp_p
     repo, _ = snake_run
     out = repo / "runs" / "smoke"
     cmd = _train_cmd(out, tmp_path, "ltopd")
-    _run(cmd + ["--stop-after", "1"], repo)
+    run_ok(cmd + ["--stop-after", "1"], repo)
     assert not (tmp_path / "student").exists()
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["identity.json", "step-000001"]
-    proc = _run(cmd, repo)
+    proc = run_ok(cmd, repo)
     assert "2 updates to budget 0.05, 1 run now" in proc.stdout
     resumed = load_file(str(next((tmp_path / "student").glob("*.safetensors"))))
     pipeline = load_file(str(next((out / "models/students/qwen35-tiny/ltopd/seed0").glob("*.safetensors"))))
@@ -525,14 +477,14 @@ def test_a_killed_training_job_resumes_to_the_pipelines_weights(snake_run, tmp_p
     assert not (tmp_path / "ckpt").exists()  # the student is written: its state is removed
 
     # A changed setting is another job: its state is not resumed, the student is a new one.
-    _run(cmd + ["--stop-after", "1"], repo)  # a killed job's state again
+    run_ok(cmd + ["--stop-after", "1"], repo)  # a killed job's state again
     import yaml
 
     profile = yaml.safe_load((repo / "config" / "smoke.yaml").read_text())
     profile["training"]["lr"] = {k: v * 50 for k, v in profile["training"]["lr"].items()}
     changed = tmp_path / "lr.yaml"
     changed.write_text(yaml.safe_dump(profile))
-    proc = _run([*cmd[:2], "--config", str(changed), *cmd[4:], "--keep-checkpoints"], repo)
+    proc = run_ok([*cmd[:2], "--config", str(changed), *cmd[4:], "--keep-checkpoints"], repo)
     assert "2 updates to budget 0.05, 2 run now" in proc.stdout
     assert "not resuming" in proc.stderr and "settings training.lr" in proc.stderr
     assert any((tmp_path / "ckpt").glob("step-*/state.pt"))  # --keep-checkpoints: the state stays
@@ -643,8 +595,8 @@ def test_a_killed_snakemake_leaves_no_job_and_its_rerun_builds_the_same_tables(s
     assert proc.returncode != 0 and "LockException" in text and "IncompleteFilesException" not in text, text[-3000:]
     assert "Using workflow specific profile profiles/default" in text
     # The README's recovery, "After a crash"
-    _run(cmd + ["--unlock"], repo)
-    proc = _run(cmd, repo)
+    run_ok(cmd + ["--unlock"], repo)
+    proc = run_ok(cmd, repo)
     assert "marked KILLED" in proc.stderr
     for name in ("table2.csv", "table2.md", "table2.json"):
         assert (out / "results" / name).read_bytes() == (reference / "runs/smoke/results" / name).read_bytes(), name
@@ -689,8 +641,8 @@ def test_an_external_student_is_a_table2_row_equal_to_the_pipelines_own_evaluati
                                              "budget": smoke[1], "floor": smoke[2]}}
     (repo / "config/smoke-external.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
     cmd = ["snakemake", "--cores", "2", "runs/smoke/results/table2.csv", "--configfile", "config/smoke-external.yaml"]
-    assert _planned(_run([*cmd, "-n"], repo)) == ["evaluate_qwen35_tiny_external_tiny_s0", "table2"]
-    _run(cmd, repo)
+    assert _planned(run_ok([*cmd, "-n"], repo)) == ["evaluate_qwen35_tiny_external_tiny_s0", "table2"]
+    run_ok(cmd, repo)
 
     rows = {r["method"]: r for r in csv.DictReader((out / "results/table2.csv").open()) if r["source"] == "ours"}
     assert list(rows)[-1] == "external-tiny"
@@ -721,7 +673,7 @@ def test_an_external_student_is_a_table2_row_equal_to_the_pipelines_own_evaluati
     data = bytearray(weights.read_bytes())
     data[-1] ^= 1
     weights.write_bytes(bytes(data))
-    assert _planned(_run([*cmd, "-n"], repo)) == ["evaluate_qwen35_tiny_external_tiny_s0", "table2"]
+    assert _planned(run_ok([*cmd, "-n"], repo)) == ["evaluate_qwen35_tiny_external_tiny_s0", "table2"]
 
     # a folder of another family: one line, before any job
     profile["external_students"]["tiny"]["path"] = "releases/glm46v-tiny"
