@@ -17,12 +17,16 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 
-def run_ok(cmd: list[str], cwd: Path, **extra_env: str) -> subprocess.CompletedProcess:
-    """Run ``cmd`` in ``cwd`` with this environment's tools first on PATH and no MLflow settings
-    inherited (the profile's store is used); fails the test with the output's tail on a non-zero exit."""
+def tool_env(*also_drop: str, **extra_env: str) -> dict[str, str]:
+    """This environment with its tools (snakemake, dvc, ltopd) first on PATH and no MLflow settings
+    inherited (a command run with it logs to its profile's store), less ``also_drop``'s prefixes."""
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    env = {k: v for k, v in env.items() if not k.startswith(("LTOPD_MLFLOW_", "MLFLOW_"))} | extra_env
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    return {k: v for k, v in env.items() if not k.startswith(("LTOPD_MLFLOW_", "MLFLOW_", *also_drop))} | extra_env
+
+
+def run_ok(cmd: list[str], cwd: Path, **extra_env: str) -> subprocess.CompletedProcess:
+    """Run ``cmd`` in ``cwd`` with ``tool_env``; fails the test with the output's tail on a non-zero exit."""
+    proc = subprocess.run(cmd, cwd=cwd, env=tool_env(**extra_env), capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     return proc
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, clone_worktree, exits_within, run_ok
+from conftest import clone_worktree, exits_within, run_ok, tool_env
 
 pytestmark = pytest.mark.slow
 
@@ -561,8 +561,7 @@ def test_a_killed_snakemake_leaves_no_job_and_its_rerun_builds_the_same_tables(s
     for f in out.glob("results/table2.*"):
         f.unlink()
     cmd = ["snakemake", "--cores", "2", "runs/smoke/results/table2.csv", "--configfile", "config/smoke.yaml"]
-    env = {k: v for k, v in {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}.items()
-           if not k.startswith(("LTOPD_MLFLOW_", "MLFLOW_", "LTOPD_SNAKEMAKE"))}
+    env = tool_env("LTOPD_SNAKEMAKE")
     with (tmp_path / "killed.log").open("w") as log:
         snakemake = subprocess.Popen(cmd, cwd=repo, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -678,8 +677,7 @@ def test_an_external_student_is_a_table2_row_equal_to_the_pipelines_own_evaluati
     # a folder of another family: one line, before any job
     profile["external_students"]["tiny"]["path"] = "releases/glm46v-tiny"
     (repo / "config/smoke-external.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    proc = subprocess.run([*cmd, "-n"], cwd=repo, env=env, capture_output=True, text=True)
+    proc = subprocess.run([*cmd, "-n"], cwd=repo, env=tool_env(), capture_output=True, text=True)
     errors = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("error:")]
     assert proc.returncode != 0 and errors == [
         "error: config/smoke-external.yaml: external_students.tiny: releases/glm46v-tiny: wrong architecture: "

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import tool_env
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -33,14 +35,13 @@ def test_a_second_run_in_the_same_folder_is_refused_with_the_lock_message(tmp_pa
     folder (paused with SIGSTOP once its lock is written, so the test does not race its jobs), the
     second stops before any job with Snakemake's LockException, whose remedy the README's "After a
     crash" gives; the first then finishes as if alone."""
-    import os
     import signal
     import time
 
     for name in ("Snakefile", "workflow", "config", "releases", "src"):
         (tmp_path / name).symlink_to(ROOT / name)
     snakemake = shutil.which("snakemake", path=str(Path(sys.executable).parent)) or "snakemake"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LTOPD_MLFLOW_", "MLFLOW_"))}
+    env = tool_env()
     # the target before --configfile, which takes several values
     cmd = [snakemake, "runs/smoke/models/tokenizer", "--cores", "1", "--configfile", "config/smoke.yaml"]
     first = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
