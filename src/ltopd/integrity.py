@@ -65,10 +65,6 @@ def seal_dir(folder: str | Path) -> None:
     _write(folder / DIR_SEAL, {"files": {f.relative_to(folder).as_posix(): _fingerprint(f) for f in _files(folder)}})
 
 
-def seal(path: str | Path) -> None:
-    (seal_dir if Path(path).is_dir() else seal_file)(path)
-
-
 def _mismatch(f: Path, then: dict[str, Any]) -> str:
     now = f"now {f.stat().st_size} bytes" if f.is_file() else "now missing"
     what = "truncated or corrupted" if f.is_file() else "missing"

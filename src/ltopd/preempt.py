@@ -54,10 +54,6 @@ def request(name: str = "SIGTERM") -> None:
     _received.append(name)
 
 
-def clear() -> None:
-    _received.clear()
-
-
 def stop(saved: str) -> None:
     """Raise `Preempted` when a stop was requested; `saved` says where the state is."""
     if _received:

@@ -514,17 +514,6 @@ def test_fit_seeds_of_the_question_only_baseline() -> None:
         config.validate(dict(cfg, evaluation={**cfg["evaluation"], "baseline_seed_offset": 0}))
 
 
-def test_spread_labels_keep_a_gap_and_stay_near_their_points():
-    ys = [60.4, 59.0, 68.6, 70.4, 82.3, 81.5]
-    out = figures.spread_labels(ys, gap=2.0)
-    ordered = sorted(out)
-    assert all(b - a >= 2.0 - 1e-9 for a, b in zip(ordered, ordered[1:]))
-    assert [ys.index(y) for y in sorted(ys)] == [out.index(y) for y in ordered]  # order kept
-    assert all(abs(a - b) <= 2.0 for a, b in zip(out, ys))
-    assert figures.spread_labels([10.0, 20.0], gap=2.0) == [10.0, 20.0]  # far apart: untouched
-    assert figures.spread_labels([5.0, 5.0], gap=2.0) == [4.0, 6.0]      # a tie: centred on the point
-
-
 def test_table2_of_a_profile_training_with_divprune_pairs_its_rows_with_divprune(tmp_path, monkeypatch) -> None:
     """The untrained student Table 2 pairs LT-OPD (and every method) with is training.selector's
     row, not CDPruner's (ltopd.grid.reduction_defaults)."""

@@ -112,7 +112,9 @@ def _where(args: argparse.Namespace, settings: Any, experiment_id: str) -> dict[
     # `dvc commit` needs every output of a stage, and the table2 stage holds the other tables too,
     # which a run for Table 2 alone does not build (the line is static: the table must not depend
     # on which other files happen to exist)
-    dvc = "dvc.yaml" if settings.profile == "default" else f"pipelines/{settings.profile}/dvc.yaml"
+    from ltopd.dvcgen import profile_dvc_file
+
+    dvc = profile_dvc_file(settings.profile)
     out["DVC"] = (f"{dvc}'s table2 stage holds the other tables too: `dvc repro {dvc}` builds what is missing "
                   f"(Snakemake reuses this run's jobs) and records the run in its dvc.lock; then `dvc status "
                   f"{dvc}`: up to date")

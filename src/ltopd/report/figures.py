@@ -10,22 +10,6 @@ from typing import Any
 from ltopd.atomic import atomic_file
 
 
-def spread_labels(ys: list[float], gap: float) -> list[float]:
-    """Label heights for points at heights `ys`: each as close to its point as possible, no two
-    closer than `gap` (a greedy sweep upwards, then the whole run centred on the points)."""
-    order = sorted(range(len(ys)), key=lambda i: ys[i])
-    placed: list[float] = []
-    for i in order:
-        placed.append(ys[i] if not placed else max(ys[i], placed[-1] + gap))
-    shift = (sum(ys[i] for i in order) - sum(placed)) / len(placed) if placed else 0.0
-    out = [0.0] * len(ys)
-    for i, y in zip(order, placed):
-        out[i] = y + shift
-    for k in range(1, len(order)):  # centring must not bring two labels closer than gap
-        out[order[k]] = max(out[order[k]], out[order[k - 1]] + gap)
-    return out
-
-
 def retain_vs_budget(rows: list[dict[str, Any]], out: str | Path, title: str) -> None:
     """Table 2's figure: the smallest budget ours vs the paper's, each method minus the untrained
     student, the training-free rows vs budget and loyalty (ltopd.report.table2_figure)."""
