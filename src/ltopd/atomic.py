@@ -19,6 +19,8 @@ class DiskFull(OSError):
     """No space left while writing an output: nothing was left at its path (the temporary file or
     folder is removed); the message names the path and what to do."""
 
+    one_line = True  # ltopd.cli prints it as it is
+
     def __init__(self, dest: str | Path) -> None:
         super().__init__(errno.ENOSPC, "no space left on device", str(dest))
 

@@ -34,9 +34,8 @@ def main(argv: list[str] | None = None) -> int:
 
         import_trace.install(os.environ["LTOPD_TRACE_IMPORTS"], job)
     from ltopd import preempt, watchdog
-    from ltopd.atomic import DiskFull, disk_full
+    from ltopd.atomic import disk_full
     from ltopd.config import ConfigError
-    from ltopd.integrity import Corrupt
 
     watchdog.start()  # a job started by Snakemake stops once that Snakemake process is gone
     args = parser().parse_args(argv)
@@ -50,11 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     except preempt.Preempted as e:
         print(f"ltopd: {e}", file=sys.stderr)
         return preempt.EXIT_CODE
-    except (DiskFull, Corrupt) as e:  # one line naming the file and what to do
-        print(f"ltopd: {e}", file=sys.stderr)
-        return 1
     except Exception as e:
-        if getattr(e, "one_line", False):  # broken real data, a short source, an unreachable store: said in full
+        # a full disk, a corrupt file, broken real data, a short source, an unreachable store: said in full
+        if getattr(e, "one_line", False):
             print(f"ltopd: {e}", file=sys.stderr)
             return 1
         if not disk_full(e):
