@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ltopd import config
+from ltopd import config, layers
 from ltopd.catalog import METHODS
 from ltopd.grid import eval_jobs, table2_inputs
 
@@ -246,7 +246,7 @@ def test_yaml_typed_reads_nested_strings_as_yaml_scalars():
                               "flag": "true", "name": "cdpruner", "none": "null", "empty": ""}) == {
         "seeds": [0, 1], "grid": {"budgets": [0.05], "methods": ["full"]}, "flag": True, "name": "cdpruner",
         "none": None, "empty": ""}
-    assert config.merged({"a": {"b": 1, "c": 2}, "d": [1]}, {"a": {"b": 3}, "d": [2]}) == {
+    assert layers.merged({"a": {"b": 1, "c": 2}, "d": [1]}, {"a": {"b": 3}, "d": [2]}) == {
         "a": {"b": 3, "c": 2}, "d": [2]}
 
 

@@ -457,16 +457,6 @@ def read(path: str | Path) -> dict[str, Any]:
     return cfg
 
 
-def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """`base` with `overrides` merged in, mappings key by key (`--config grid={...}` changes only
-    the keys it names), any other value replaced."""
-    out = dict(base)
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merged(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 def yaml_typed(value: Any) -> Any:

@@ -70,6 +70,12 @@ def _merge(base: dict[str, Any], layer: Mapping[str, Any], name: str, at: Path_,
     return out
 
 
+def merged(base: dict[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``layer`` merged in, mappings key by key (`--config grid={...}` changes only
+    the keys it names), any other value replaced; without origins."""
+    return _merge(base, layer, "", (), Origins())
+
+
 def _record(tree: Mapping[str, Any], name: str, at: Path_, origins: Origins) -> None:
     for key, value in tree.items():
         path = (*at, str(key))

@@ -127,14 +127,14 @@ def test_snakemake_passes_training_selector_to_student_evaluations_only():
     # scheduling: record sets before anything else, then evaluation groups longest first
     import re
 
-    from ltopd import config, grid
+    from ltopd import config, grid, layers
 
     priority = {}
     for block in re.split(r"\n(?=rule \w+:)", proc.stdout):
         m, p = re.match(r"rule (\w+):", block), re.search(r"^\s*priority: (\d+)$", block, re.M)
         if m:
             priority.setdefault(m.group(1), set()).add(int(p.group(1)) if p else 0)
-    cfg = config.merged(config.read(root / "config" / "smoke.yaml"), {"training": {"selector": "divprune"}})
+    cfg = layers.merged(config.read(root / "config" / "smoke.yaml"), {"training": {"selector": "divprune"}})
     planned = {name: ps for name, ps in priority.items() if name.startswith("evaluate_")}
     groups = {grid.group_name(*key): (key, jobs) for key, jobs in grid.eval_groups(cfg).items()
               if grid.group_name(*key) in planned}
