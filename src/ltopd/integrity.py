@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ltopd.job_identity import sha256_file
+from ltopd.job_identity import content_files, sha256_file
 
 DIR_SEAL = ".content.sha256"
 REBUILD = "delete it and rerun the same command (Snakemake rebuilds it)"
@@ -54,15 +54,11 @@ def seal_file(path: str | Path) -> None:
     _write(sidecar(path), _fingerprint(path))
 
 
-def _files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file()
-                  and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts))
-
-
 def seal_dir(folder: str | Path) -> None:
     """Record each file's sha256 and size in `folder/.content.sha256` (hidden files left out)."""
     folder = Path(folder)
-    _write(folder / DIR_SEAL, {"files": {f.relative_to(folder).as_posix(): _fingerprint(f) for f in _files(folder)}})
+    files = {f.relative_to(folder).as_posix(): _fingerprint(f) for f in content_files(folder)}
+    _write(folder / DIR_SEAL, {"files": files})
 
 
 def _mismatch(f: Path, then: dict[str, Any]) -> str:
@@ -85,7 +81,7 @@ def check(path: str | Path) -> bool:
             f = path / rel
             if not f.is_file() or f.stat().st_size != then["bytes"] or sha256_file(f) != then["sha256"]:
                 raise Corrupt(f, _mismatch(f, then), remedy)
-        extra = sorted({f.relative_to(path).as_posix() for f in _files(path)} - set(sealed))
+        extra = sorted({f.relative_to(path).as_posix() for f in content_files(path)} - set(sealed))
         if extra:
             raise Corrupt(path / extra[0], "not among the files its producer wrote", remedy)
         return True

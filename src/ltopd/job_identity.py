@@ -14,7 +14,7 @@ import hashlib
 import json
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,21 +33,29 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def content_files(folder: Path) -> list[Path]:
+    """A folder's files in a fixed order, hidden files and folders left out (temp files of atomic
+    writers, seals, caches): what its content hash covers."""
+    return sorted(p for p in folder.rglob("*") if p.is_file()
+                  and not any(part.startswith(".") or part == "__pycache__" for part in p.relative_to(folder).parts))
+
+
+def folder_hash(folder: Path, file_hash: Callable[[Path], str] = sha256_file) -> str:
+    """sha256 over ``content_files(folder)``: each relative name and ``file_hash`` of its bytes."""
+    h = hashlib.sha256()
+    for f in content_files(folder):
+        h.update(f"{f.relative_to(folder).as_posix()}\0{file_hash(f)}\n".encode())
+    return h.hexdigest()
+
+
 def content_hash(path: str | Path) -> str:
-    """sha256 of a file, or of a folder's files (relative names and contents, hidden files and
-    folders left out: temp files of atomic writers, caches)."""
+    """sha256 of a file, or of a folder's files (``folder_hash``)."""
     path = Path(path)
     if path.is_file():
         return sha256_file(path)
     if not path.is_dir():
         raise FileNotFoundError(f"input {path} does not exist")
-    h = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file()):
-        rel = f.relative_to(path)
-        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
-            continue
-        h.update(f"{rel.as_posix()}\0{sha256_file(f)}\n".encode())
-    return h.hexdigest()
+    return folder_hash(path)
 
 
 def code_hashes(modules: tuple[str, ...] | list[str]) -> dict[str, str]:

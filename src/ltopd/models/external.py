@@ -12,7 +12,6 @@ digest: one changed byte of a weight file is another student.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -155,7 +154,7 @@ def folder_sha256(folder: str | Path, cache: str | Path | None = None) -> str:
     ltopd.job_identity.content_hash). With ``cache`` (a JSON file), a file whose path, size,
     mtime and inode are unchanged is not read again: a checkpoint of several GB is hashed once,
     not at every Snakemake parse."""
-    from ltopd.job_identity import sha256_file
+    from ltopd.job_identity import folder_hash, sha256_file
 
     folder = Path(folder).resolve()
     known: dict[str, str] = {}
@@ -165,15 +164,14 @@ def folder_sha256(folder: str | Path, cache: str | Path | None = None) -> str:
         except (OSError, ValueError):
             known = {}
     seen: dict[str, str] = {}
-    h = hashlib.sha256()
-    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
-        rel = f.relative_to(folder)
-        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
-            continue
+
+    def cached(f: Path) -> str:
         st = f.stat()
         key = f"{f}:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
         seen[key] = known.get(key) or sha256_file(f)
-        h.update(f"{rel.as_posix()}\0{seen[key]}\n".encode())
+        return seen[key]
+
+    digest = folder_hash(folder, cached)
     if cache is not None and any(k not in known for k in seen):
         from ltopd.atomic import write_json
 
@@ -182,5 +180,5 @@ def folder_sha256(folder: str | Path, cache: str | Path | None = None) -> str:
             write_json(cache, {**others, **seen})  # a concurrent writer may drop an entry: hashed again later
         except OSError:
             pass  # an unwritable cache: the next parse hashes again
-    return h.hexdigest()
+    return digest
 
